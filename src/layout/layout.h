@@ -1,0 +1,232 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+#pragma once
+
+/*
+ * The layout: what an operator declares in YAML (docs/layout.md), parsed and
+ * validated into plain structs. This layer is pure: it reads the file it is
+ * given and nothing else, and knows nothing of devices, mounts or daemons.
+ *
+ * Every other layer takes a `const Layout *` and reads it; nothing outside
+ * src/layout/ builds or mutates one. All values are normalised: defaults are
+ * filled in, sizes are bytes, durations are microseconds, paths are absolute.
+ */
+
+#include <stdbool.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+#include "macro.h"
+
+#define LAYOUT_VERSION 1
+#define LAYOUT_NAME_MAX 32         /* pool, volume, tenant names */
+#define LAYOUT_WORKSPACE_ID_MAX 64 /* workspace ids: [a-z0-9][a-z0-9-]* */
+
+typedef enum Backend {
+    BACKEND_LOOP_EXT4,
+    BACKEND_LOOP_XFS,
+    BACKEND_VDO_XFS,
+    BACKEND_DIR,
+    _BACKEND_MAX,
+    _BACKEND_INVALID = -EINVAL,
+} Backend;
+
+typedef enum PoolRole {
+    POOL_STATE,   /* per-instance state: one directory per workspace */
+    POOL_CONTENT, /* the shared content-addressed pool, split in shards */
+    _POOL_ROLE_MAX,
+    _POOL_ROLE_INVALID = -EINVAL,
+} PoolRole;
+
+typedef enum PlacementPolicy {
+    PLACEMENT_SPREAD, /* fewest workspaces first, then most free space */
+    PLACEMENT_PACK,   /* fullest volume that still fits */
+    _PLACEMENT_POLICY_MAX,
+    _PLACEMENT_POLICY_INVALID = -EINVAL,
+} PlacementPolicy;
+
+typedef enum RestartPolicy {
+    RESTART_ALWAYS,
+    RESTART_ON_FAILURE,
+    RESTART_NEVER,
+    _RESTART_POLICY_MAX,
+    _RESTART_POLICY_INVALID = -EINVAL,
+} RestartPolicy;
+
+/* name <-> enum; *_from_string returns the _INVALID value for unknown names. */
+const char *backend_to_string(Backend b);
+Backend backend_from_string(const char *s);
+const char *pool_role_to_string(PoolRole r);
+PoolRole pool_role_from_string(const char *s);
+const char *placement_policy_to_string(PlacementPolicy p);
+PlacementPolicy placement_policy_from_string(const char *s);
+const char *restart_policy_to_string(RestartPolicy p);
+RestartPolicy restart_policy_from_string(const char *s);
+
+/* bdi writeback limits of a volume's loop device (/sys/class/bdi/M:m/). */
+typedef struct WritebackLimits {
+    int max_ratio;      /* 0..100 percent; -1 = leave the kernel's value */
+    uint64_t max_bytes; /* 0 = leave the kernel's value */
+    int strict_limit;   /* 0/1; -1 = leave the kernel's value */
+} WritebackLimits;
+
+/* Only for BACKEND_VDO_XFS (has_vdo is false otherwise). */
+typedef struct VdoOptions {
+    uint64_t logical_size;           /* bytes; >= the pool's volume_size */
+    bool compression;                /* default true */
+    bool deduplication;              /* default true */
+    usec_t fstrim_interval;          /* 0 = no periodic fstrim; default 1 day */
+    uint64_t block_map_cache;        /* bytes; default 128 MiB, >= 128 MiB */
+    char *device;                    /* a block device to use instead of a
+                                        backing file, or NULL */
+} VdoOptions;
+
+typedef struct Pool {
+    PoolRole role;
+    bool declared;                   /* false: the layout has no such pool */
+    Backend backend;
+    uint64_t volume_size;            /* bytes, multiple of 4096 */
+    unsigned min_volumes;            /* carved at apply time */
+    unsigned max_volumes;            /* upper bound for on-demand carving */
+    unsigned workspaces_per_volume;  /* the flush-scope bound (state pool) */
+    bool direct_io;                  /* default true; loop backends only */
+    WritebackLimits writeback;
+    char **mkfs_options;             /* extra argv for mkfs (strv, may be empty) */
+    char *mount_options;             /* comma-separated, may be NULL */
+    PlacementPolicy placement;       /* default spread */
+    bool tenant_isolation;           /* a volume holds one tenant only */
+    uint64_t workspace_reserve;      /* bytes a workspace needs when it has
+                                        no quota; default 64 MiB */
+    uint64_t workspace_reserve_inodes; /* default 4096 */
+    unsigned shards;                 /* content pool only: number of shards
+                                        (= volumes); 1 for the state pool */
+    bool has_vdo;
+    VdoOptions vdo;
+} Pool;
+
+typedef struct StaticWorkspace {
+    char *id;
+    char *tenant;                    /* NULL = no tenant */
+    uint64_t quota;                  /* bytes, 0 = none */
+} StaticWorkspace;
+
+typedef struct WorkspaceConfig {
+    char *mount_root;                /* default <root>/workspaces */
+    char **command;                  /* argv template; command[0] absolute.
+                                        Placeholders: {id} {tenant}
+                                        {state_dir} {content_dirs}
+                                        {content_dir} {shards} {mountpoint}
+                                        {volume} */
+    char *user;                      /* default "root" */
+    char *group;                     /* default: the user's primary group */
+    char **environment;              /* "KEY=VALUE" strv, may be empty */
+    mode_t dir_mode;                 /* workspace state dir mode, default 0750 */
+    RestartPolicy restart;           /* default on-failure */
+    usec_t backoff_initial;          /* default 1 s; >= 100 ms */
+    usec_t backoff_max;              /* default 60 s; >= backoff_initial */
+    usec_t backoff_reset_after;      /* stable this long -> backoff resets;
+                                        default 120 s */
+    unsigned crashloop_deaths;       /* N deaths ... default 5 */
+    usec_t crashloop_interval;       /* ... in T -> failed; default 300 s */
+    usec_t ready_timeout;            /* default 10 s */
+    usec_t stop_timeout;             /* default 10 s */
+    usec_t hang_timeout;             /* FUSE requests stuck this long =
+                                        hung; 0 = no watch; default 120 s */
+    bool restart_on_hang;            /* default false: report only */
+    StaticWorkspace *static_workspaces;
+    size_t n_static_workspaces;
+} WorkspaceConfig;
+
+typedef struct ApiConfig {
+    char *socket_path;               /* default /run/layoutd/api.sock */
+    char *socket_group;              /* default "layoutd"; may not exist */
+    mode_t socket_mode;              /* default 0660 */
+    usec_t flush_probe_interval;     /* 0 = off; default 30 s */
+    unsigned max_connections;        /* default 256 */
+    uint64_t max_body;               /* bytes, default 64 KiB */
+    usec_t request_timeout;          /* default 10 s */
+} ApiConfig;
+
+typedef struct Layout {
+    char *source;                    /* file the layout came from */
+    unsigned version;                /* LAYOUT_VERSION */
+    char *root;                      /* absolute; backing files, mounts and
+                                        the agent's record live below it */
+    Pool pools[_POOL_ROLE_MAX];      /* indexed by PoolRole */
+    WorkspaceConfig workspace;
+    ApiConfig api;
+} Layout;
+
+/* One diagnostic: file:line:column: message. line/column are 1-based;
+ * 0 when the error is about the file as a whole. */
+typedef struct LayoutError {
+    char *file;
+    unsigned line;
+    unsigned column;
+    char *message;
+} LayoutError;
+
+typedef struct LayoutErrors {
+    LayoutError *items;
+    size_t n;
+} LayoutErrors;
+
+void layout_errors_clear(LayoutErrors *e);
+
+/*
+ * Parses and validates a layout from memory. `name` is used in
+ * diagnostics. Every problem found is appended to `errors` (the caller
+ * initialises it to {} and clears it); parsing goes on after an error so
+ * that all of them are reported.
+ * Returns: -EINVAL if the layout is invalid (errors->n > 0), -ENOMEM,
+ * 0 on success with *ret set (and errors->n == 0).
+ */
+int layout_parse_string(const char *data, size_t len, const char *name,
+                        Layout **ret, LayoutErrors *errors);
+
+/* As layout_parse_string, reading `path`. An unreadable file is one error
+ * in `errors` and -errno. */
+int layout_parse_file(const char *path, Layout **ret, LayoutErrors *errors);
+
+/*
+ * Finds the layout of a directory such as /etc/layoutd/layouts.d: exactly
+ * one *.yaml file is allowed (see docs/layout.md for why). Sets *ret_path.
+ * Returns: -ENOENT (none), -ENOTUNIQ (more than one, errors says which),
+ * -errno, 0.
+ */
+int layout_find_in_dir(const char *dir, char **ret_path, LayoutErrors *errors);
+
+/* Frees a layout and everything it owns. Accepts NULL; returns NULL. */
+Layout *layout_free(Layout *l);
+DEFINE_TRIVIAL_CLEANUP_FUNC(Layout *, layout_free)
+
+/* Overrides the root (and paths that default below it: the workspace mount
+ * root, if it was defaulted). Returns 0 or -ENOMEM/-EINVAL (not absolute). */
+int layout_set_root(Layout *l, const char *root);
+
+/* The pool for a role, or NULL when the layout does not declare it. */
+const Pool *layout_pool(const Layout *l, PoolRole role);
+
+/* Hash (hex SHA-256) of the normalised layout, for /v1/status and reload
+ * diffing. Returns 0 or -ENOMEM. */
+int layout_hash(const Layout *l, char **ret);
+
+/* The normalised layout as JSON text (defaults filled in), as printed by
+ * `layoutctl validate --show --json`. Returns 0 or -ENOMEM. */
+int layout_to_json_string(const Layout *l, char **ret);
+/* The same as YAML text, for `layoutctl validate --show`. */
+int layout_to_yaml_string(const Layout *l, char **ret);
+
+/* Parses "12G", "512MiB", "4096" into bytes. Returns -EINVAL/-ERANGE or 0. */
+int layout_parse_size(const char *s, uint64_t *ret);
+/* Parses "500ms", "30s", "5min", "1h", "1d" into usec. */
+int layout_parse_duration(const char *s, usec_t *ret);
+/* True if s is a valid name: [a-z0-9][a-z0-9-]*, at most `max` chars. */
+bool layout_name_is_valid(const char *s, size_t max);
+
+/* Volume naming, shared by every layer: "<role>-<index>", e.g. "state-3". */
+int layout_volume_name(PoolRole role, unsigned index, char **ret);
+/* Paths below the root: <root>/images/<volume>.img, <root>/volumes/<volume>,
+ * <root>/layoutd-state.json. Return 0 or -ENOMEM. */
+int layout_backing_path(const Layout *l, const char *volume, char **ret);
+int layout_mount_path(const Layout *l, const char *volume, char **ret);
+int layout_record_path(const Layout *l, char **ret);
