@@ -1,0 +1,116 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+#pragma once
+
+/*
+ * The agent's record of what it made: volumes (backing files it created, the
+ * filesystems it formatted, with UUID and label), workspaces (placement,
+ * directories) and the FUSE daemons it runs (pid + start time, so a restarted
+ * agent can re-adopt them). Persisted as versioned JSON at
+ * <root>/layoutd-state.json, written atomically (temp, fsync, rename, fsync
+ * dir). The record never papers over reality: callers compare it with what
+ * they observe and report drift.
+ *
+ * This layer only serialises; it knows nothing of devices or daemons.
+ */
+
+#include <stdbool.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+#include "layout.h"
+#include "macro.h"
+
+#define STATE_RECORD_VERSION 1
+
+typedef struct VolumeRecord {
+    char *name;            /* "state-0", "content-1" (layout_volume_name) */
+    PoolRole role;
+    unsigned index;
+    Backend backend;
+    char *backing_path;    /* backing file (or block device), NULL for dir */
+    uint64_t size;         /* bytes the backing file was sized to */
+    bool created_file;     /* this agent created the backing file */
+    bool formatted;        /* this agent ran mkfs on it */
+    char *fs_type;         /* "ext4" | "xfs" | NULL (not formatted yet) */
+    char *fs_uuid;         /* as mkfs made it; identifies the volume */
+    char *fs_label;        /* "layoutd-<volume>" (truncated to fs limit) */
+    char *dm_name;         /* vdo-xfs: device-mapper name, else NULL */
+    usec_t created_at;     /* CLOCK_REALTIME */
+} VolumeRecord;
+
+typedef struct DaemonRecord {
+    pid_t pid;             /* 0: not running */
+    uint64_t start_time;   /* /proc/<pid>/stat field 22 (clock ticks since
+                              boot): pid + start_time name one process */
+    uint64_t boot_id_hash; /* hash of /proc/sys/kernel/random/boot_id at
+                              spawn: a record from another boot never
+                              matches */
+    dev_t mount_dev;       /* st_dev of the FUSE mount, 0 if unknown */
+    unsigned restarts;     /* restarts since the workspace was created */
+} DaemonRecord;
+
+typedef struct WorkspaceRecord {
+    char *id;
+    char *tenant;          /* NULL: none */
+    uint64_t quota;        /* bytes, 0: none */
+    char **labels;         /* "key=value" strv, may be NULL */
+    char *volume;          /* state volume name it is placed on */
+    char *state_dir;       /* <volume mount>/workspaces/<id> */
+    char *mountpoint;      /* <mount_root>/<id> */
+    bool active;           /* false: removed with data kept (stickiness) */
+    usec_t created_at;     /* CLOCK_REALTIME */
+    DaemonRecord daemon;
+} WorkspaceRecord;
+
+typedef struct StateRecord {
+    unsigned version;      /* STATE_RECORD_VERSION */
+    uint64_t generation;   /* +1 on every save */
+    VolumeRecord **volumes;
+    size_t n_volumes;
+    WorkspaceRecord **workspaces;
+    size_t n_workspaces;
+} StateRecord;
+
+/* An empty record (no volumes, no workspaces). Returns 0 or -ENOMEM. */
+int state_record_new(StateRecord **ret);
+
+/*
+ * Loads the record at path. A missing file gives an empty record (first
+ * start). A file that does not parse, or has a newer version, is an error:
+ * the agent must not overwrite what it does not understand.
+ * Returns: -EBADMSG (corrupt), -EPROTONOSUPPORT (newer version), -errno, 0.
+ */
+int state_record_load(const char *path, StateRecord **ret);
+
+/* Saves atomically and durably (write_file_atomic), bumping generation.
+ * Returns: <0 on error (the old file stays), 0 on success. */
+int state_record_save(StateRecord *s, const char *path);
+
+/* Serialises to/from JSON text (used by load/save and by tests). */
+int state_record_to_json_string(const StateRecord *s, char **ret);
+int state_record_from_json_string(const char *text, StateRecord **ret);
+
+StateRecord *state_record_free(StateRecord *s);
+DEFINE_TRIVIAL_CLEANUP_FUNC(StateRecord *, state_record_free)
+
+/* Lookups; NULL when absent. */
+VolumeRecord *state_record_find_volume(const StateRecord *s, const char *name);
+WorkspaceRecord *state_record_find_workspace(const StateRecord *s, const char *id);
+
+/* Adds a deep copy of v / w (name / id must be new: -EEXIST). Sets
+ * *ret (may be NULL) to the stored copy. Returns <0 on error, 0. */
+int state_record_add_volume(StateRecord *s, const VolumeRecord *v, VolumeRecord **ret);
+int state_record_add_workspace(StateRecord *s, const WorkspaceRecord *w, WorkspaceRecord **ret);
+
+/* Removes and frees; -ENOENT when absent. */
+int state_record_remove_volume(StateRecord *s, const char *name);
+int state_record_remove_workspace(StateRecord *s, const char *id);
+
+/* Active workspaces placed on a volume. */
+size_t state_record_count_workspaces(const StateRecord *s, const char *volume);
+
+VolumeRecord *volume_record_free(VolumeRecord *v);
+WorkspaceRecord *workspace_record_free(WorkspaceRecord *w);
+/* Deep copies. Return 0 or -ENOMEM. */
+int volume_record_copy(const VolumeRecord *v, VolumeRecord **ret);
+int workspace_record_copy(const WorkspaceRecord *w, WorkspaceRecord **ret);
