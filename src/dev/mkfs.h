@@ -1,0 +1,44 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+#pragma once
+
+/*
+ * mkfs argv for loop-backed volumes (pure) and a synchronous child runner
+ * (fork + execve, no shell). See docs/volumes-devices.md for why each
+ * default option is there. Library code: 0 / -errno, never logs.
+ */
+
+/*
+ * Builds the argv for mkfs.ext4 / mkfs.xfs (pure, unit-testable): the
+ * defaults suited to loop-backed volumes (ext4: -q -E
+ * nodiscard,lazy_itable_init=0,lazy_journal_init=0 [-L label] [-U uuid];
+ * xfs: -q -K [-L label] [-m uuid=...]), then the layout's extra_options,
+ * then the device. Never -F/-f: we never force over an existing signature.
+ * label and uuid may be NULL; extra_options may be NULL.
+ * Returns: -EINVAL (unknown fstype, empty device, label too long for the
+ * fs, an extra option that forces), -ENOMEM, 0 with *ret_argv (strv).
+ */
+int mkfs_build_argv(const char *fstype, const char *device, const char *label, const char *uuid,
+                    char *const *extra_options, char ***ret_argv);
+
+/*
+ * Runs a program as a child process (fork+exec, no shell, clean env,
+ * stdout/stderr captured into *ret_output, bounded size) and waits for it.
+ * argv[0] without a slash is searched in PATH=/usr/sbin:/usr/bin:/sbin:/bin.
+ * ret_output and ret_status may be NULL. *ret_output and *ret_status are set
+ * also when the program exited non-zero (-EPROTO), so the caller can show
+ * why.
+ * Returns: -ENOENT if the program is missing (e.g. mkfs.xfs not installed:
+ * the caller says "install xfsprogs"), -EPROTO if it exited non-zero or was
+ * killed (*ret_status has the wait status), -errno, 0 on success.
+ */
+int dev_run_program(char *const *argv, char **ret_output, int *ret_status);
+
+/*
+ * Grow the filesystem on a mounted volume: resize2fs DEV (ext4, online) /
+ * xfs_growfs MOUNTPOINT (xfs).
+ * Returns: -EINVAL (unknown fstype or missing argument), -ENOMEM, 0.
+ */
+int mkfs_grow_argv(const char *fstype, const char *device, const char *mountpoint, char ***ret_argv);
+
+/* Addition: the mkfs program for a fstype ("mkfs.ext4"), or NULL if unknown. */
+const char *mkfs_program(const char *fstype);
