@@ -134,6 +134,8 @@ typedef struct WorkspaceConfig {
     bool restart_on_hang;            /* default false: report only */
     StaticWorkspace *static_workspaces;
     size_t n_static_workspaces;
+    bool mount_root_is_default;      /* mount_root was not given: it follows
+                                        layout_set_root() */
 } WorkspaceConfig;
 
 typedef struct ApiConfig {
@@ -210,6 +212,12 @@ const Pool *layout_pool(const Layout *l, PoolRole role);
  * diffing. Returns 0 or -ENOMEM. */
 int layout_hash(const Layout *l, char **ret);
 
+/* The normalised layout as a json-c object (sizes in bytes, durations in
+ * microseconds), for embedding in API replies. The caller owns *ret
+ * (json_object_put). Returns 0, -EINVAL or -ENOMEM. */
+struct json_object;
+int layout_to_json(const Layout *l, struct json_object **ret);
+
 /* The normalised layout as JSON text (defaults filled in), as printed by
  * `layoutctl validate --show --json`. Returns 0 or -ENOMEM. */
 int layout_to_json_string(const Layout *l, char **ret);
@@ -220,8 +228,17 @@ int layout_to_yaml_string(const Layout *l, char **ret);
 int layout_parse_size(const char *s, uint64_t *ret);
 /* Parses "500ms", "30s", "5min", "1h", "1d" into usec. */
 int layout_parse_duration(const char *s, usec_t *ret);
+/* Formats bytes / usec in the largest unit that is exact ("256MiB", "30s",
+ * "5min"), as the YAML output writes them; the result parses back to the
+ * same value. Return 0 or -ENOMEM. */
+int layout_format_size(uint64_t bytes, char **ret);
+int layout_format_duration(usec_t usec, char **ret);
 /* True if s is a valid name: [a-z0-9][a-z0-9-]*, at most `max` chars. */
 bool layout_name_is_valid(const char *s, size_t max);
+
+/* The placeholders a workspace command may use, NULL-terminated, without
+ * braces ("id", "tenant", ...). */
+extern const char *const layout_placeholders[];
 
 /* Volume naming, shared by every layer: "<role>-<index>", e.g. "state-3". */
 int layout_volume_name(PoolRole role, unsigned index, char **ret);

@@ -1,0 +1,88 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+/*
+ * layoutctl main: global options, then dispatch to a verb from the table.
+ * To add a verb: write layoutctl-<verb>.c with
+ *     int layoutctl_<verb>(int argc, char **argv, const LayoutctlGlobals *g);
+ * declare it in layoutctl.h and add one row to `verbs` below.
+ */
+#include <getopt.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "layoutctl.h"
+
+#define DEFAULT_SOCKET "/run/layoutd/api.sock"
+
+static const LayoutctlVerb verbs[] = {
+    { "validate", "check layout files; --show prints the effective layout", layoutctl_validate },
+};
+
+static void usage(FILE *f) {
+    fprintf(f,
+            "Usage: layoutctl [OPTIONS] COMMAND [ARGS...]\n"
+            "\n"
+            "Commands:\n");
+    for (size_t i = 0; i < sizeof verbs / sizeof verbs[0]; i++)
+        fprintf(f, "  %-12s %s\n", verbs[i].name, verbs[i].summary);
+    fprintf(f,
+            "\n"
+            "Options:\n"
+            "  --json          machine-readable output\n"
+            "  --socket PATH   the agent's API socket (default %s)\n"
+            "  -h, --help      show this help\n"
+            "  --version       show the version\n"
+            "\n"
+            "Exit status:\n"
+            "  0  success (validate: every layout is valid)\n"
+            "  1  failure (validate: at least one layout is invalid or unreadable)\n"
+            "  2  usage error\n"
+            "\n"
+            "`layoutctl COMMAND --help` describes a command.\n",
+            DEFAULT_SOCKET);
+}
+
+int main(int argc, char **argv) {
+    enum { OPT_JSON = 0x100, OPT_SOCKET, OPT_VERSION };
+    static const struct option options[] = {
+        { "json", no_argument, NULL, OPT_JSON },
+        { "socket", required_argument, NULL, OPT_SOCKET },
+        { "help", no_argument, NULL, 'h' },
+        { "version", no_argument, NULL, OPT_VERSION },
+        {},
+    };
+    LayoutctlGlobals g = { .socket_path = DEFAULT_SOCKET };
+    int c;
+
+    /* "+": stop at the verb, its options are its own. */
+    while ((c = getopt_long(argc, argv, "+h", options, NULL)) >= 0)
+        switch (c) {
+        case OPT_JSON:
+            g.json = true;
+            break;
+        case OPT_SOCKET:
+            g.socket_path = optarg;
+            break;
+        case 'h':
+            usage(stdout);
+            return LAYOUTCTL_EXIT_OK;
+        case OPT_VERSION:
+            printf("layoutctl %s\n", LAYOUTD_VERSION);
+            return LAYOUTCTL_EXIT_OK;
+        default:
+            usage(stderr);
+            return LAYOUTCTL_EXIT_USAGE;
+        }
+    if (optind >= argc) {
+        usage(stderr);
+        return LAYOUTCTL_EXIT_USAGE;
+    }
+    const int first = optind;
+    const char *verb = argv[first];
+    for (size_t i = 0; i < sizeof verbs / sizeof verbs[0]; i++)
+        if (strcmp(verbs[i].name, verb) == 0) {
+            optind = 0; /* the verb runs getopt from scratch on its own argv */
+            return verbs[i].run(argc - first, argv + first, &g);
+        }
+    fprintf(stderr, "layoutctl: unknown command '%s' (see layoutctl --help)\n", verb);
+    return LAYOUTCTL_EXIT_USAGE;
+}

@@ -1,0 +1,28 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+#pragma once
+
+/*
+ * layoutctl: one command, one verb per file (layoutctl-<verb>.c), all
+ * listed in the table in layoutctl.c. A verb gets its own argv (argv[0] is
+ * the verb) and the global options, and returns the process exit code.
+ */
+
+#include <stdbool.h>
+
+/* Exit codes, shared by every verb (documented in `layoutctl --help`). */
+#define LAYOUTCTL_EXIT_OK 0
+#define LAYOUTCTL_EXIT_FAILURE 1 /* the verb failed; for validate: a layout is invalid */
+#define LAYOUTCTL_EXIT_USAGE 2   /* bad command line */
+
+typedef struct LayoutctlGlobals {
+    bool json;               /* --json: machine-readable output */
+    const char *socket_path; /* --socket PATH: the agent's API socket */
+} LayoutctlGlobals;
+
+typedef struct LayoutctlVerb {
+    const char *name;
+    const char *summary; /* one line for --help */
+    int (*run)(int argc, char **argv, const LayoutctlGlobals *g);
+} LayoutctlVerb;
+
+int layoutctl_validate(int argc, char **argv, const LayoutctlGlobals *g);

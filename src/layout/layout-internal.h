@@ -1,0 +1,57 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+#pragma once
+
+/*
+ * Internals of src/layout/, not for other modules: the YAML node tree
+ * (libyaml events turned into nodes that remember their line and column)
+ * and the error list helpers.
+ */
+
+#include <stdarg.h>
+#include <stdbool.h>
+#include <stddef.h>
+
+#include "layout.h"
+
+/* More errors than this in one file is noise; the rest are dropped with a
+ * final note (it also bounds the work a hostile input can cause). */
+#define LAYOUT_ERRORS_MAX 100
+/* Deeper nesting than this is never a layout; refusing it keeps the tree
+ * walk's recursion bounded. */
+#define LAYOUT_NESTING_MAX 32
+
+typedef enum LayoutNodeType {
+    LAYOUT_NODE_SCALAR,
+    LAYOUT_NODE_SEQUENCE,
+    LAYOUT_NODE_MAPPING,
+} LayoutNodeType;
+
+typedef struct LayoutNode LayoutNode;
+struct LayoutNode {
+    LayoutNodeType type;
+    unsigned line, column; /* 1-based */
+    char *value;           /* scalar text */
+    bool plain;            /* scalar was unquoted (so "~" or "" means null) */
+    bool invalid;          /* already reported (an alias): checks skip it */
+    /* Sequence: the items. Mapping: key, value, key, value, ... */
+    LayoutNode **items;
+    size_t n_items;
+};
+
+LayoutNode *layout_node_free(LayoutNode *n);
+DEFINE_TRIVIAL_CLEANUP_FUNC(LayoutNode *, layout_node_free)
+
+/*
+ * Builds the node tree of data with libyaml. Syntax problems are appended to
+ * errors (syntax errors stop the parse: libyaml cannot go on after one).
+ * *ret is NULL for an empty document.
+ * Returns: -ENOMEM, -EINVAL (errors were added; *ret may still be set for
+ * semantic problems such as aliases), 0.
+ */
+int layout_node_parse(const char *data, size_t len, const char *name, LayoutNode **ret, LayoutErrors *errors);
+
+/* Appends one error. Returns -ENOMEM or 0. */
+int layout_errors_add(LayoutErrors *e, const char *file, unsigned line, unsigned column, const char *fmt, ...)
+        _printf_(5, 6);
+/* Stable sort by line, then column. */
+void layout_errors_sort(LayoutErrors *e);

@@ -1,0 +1,162 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+/*
+ * The Layout object itself: enum names, destruction, accessors, and the
+ * volume naming and path scheme below the root that every layer shares.
+ */
+#include <stdio.h>
+
+#include "layout.h"
+#include "util.h"
+
+static const char *const backend_table[_BACKEND_MAX] = {
+    [BACKEND_LOOP_EXT4] = "loop-ext4",
+    [BACKEND_LOOP_XFS] = "loop-xfs",
+    [BACKEND_VDO_XFS] = "vdo-xfs",
+    [BACKEND_DIR] = "dir",
+};
+
+static const char *const pool_role_table[_POOL_ROLE_MAX] = {
+    [POOL_STATE] = "state",
+    [POOL_CONTENT] = "content",
+};
+
+static const char *const placement_policy_table[_PLACEMENT_POLICY_MAX] = {
+    [PLACEMENT_SPREAD] = "spread",
+    [PLACEMENT_PACK] = "pack",
+};
+
+static const char *const restart_policy_table[_RESTART_POLICY_MAX] = {
+    [RESTART_ALWAYS] = "always",
+    [RESTART_ON_FAILURE] = "on-failure",
+    [RESTART_NEVER] = "never",
+};
+
+static int table_lookup(const char *const *table, int n, const char *s) {
+    if (!s)
+        return -EINVAL;
+    for (int i = 0; i < n; i++)
+        if (table[i] && streq(table[i], s))
+            return i;
+    return -EINVAL;
+}
+
+#define DEFINE_ENUM_STRING(name, type, table, max)                    \
+    const char *name##_to_string(type v) {                            \
+        if ((int) v < 0 || (int) v >= (max))                          \
+            return NULL;                                              \
+        return table[v];                                              \
+    }                                                                 \
+    type name##_from_string(const char *s) {                          \
+        return (type) table_lookup(table, (max), s);                  \
+    }
+
+DEFINE_ENUM_STRING(backend, Backend, backend_table, _BACKEND_MAX)
+DEFINE_ENUM_STRING(pool_role, PoolRole, pool_role_table, _POOL_ROLE_MAX)
+DEFINE_ENUM_STRING(placement_policy, PlacementPolicy, placement_policy_table, _PLACEMENT_POLICY_MAX)
+DEFINE_ENUM_STRING(restart_policy, RestartPolicy, restart_policy_table, _RESTART_POLICY_MAX)
+
+const char *const layout_placeholders[] = {
+    "id", "tenant", "state_dir", "content_dirs", "content_dir", "shards", "mountpoint", "volume", NULL,
+};
+
+static void pool_done(Pool *p) {
+    strv_free(p->mkfs_options);
+    p->mkfs_options = NULL;
+    free(p->mount_options);
+    p->mount_options = NULL;
+    free(p->vdo.device);
+    p->vdo.device = NULL;
+}
+
+Layout *layout_free(Layout *l) {
+    if (!l)
+        return NULL;
+    free(l->source);
+    free(l->root);
+    for (int i = 0; i < _POOL_ROLE_MAX; i++)
+        pool_done(&l->pools[i]);
+    WorkspaceConfig *w = &l->workspace;
+    free(w->mount_root);
+    strv_free(w->command);
+    free(w->user);
+    free(w->group);
+    strv_free(w->environment);
+    for (size_t i = 0; i < w->n_static_workspaces; i++) {
+        free(w->static_workspaces[i].id);
+        free(w->static_workspaces[i].tenant);
+    }
+    free(w->static_workspaces);
+    free(l->api.socket_path);
+    free(l->api.socket_group);
+    free(l);
+    return NULL;
+}
+
+int layout_set_root(Layout *l, const char *root) {
+    if (!l || !root || root[0] != '/')
+        return -EINVAL;
+    _cleanup_free_ char *r = strdup(root);
+    if (!r)
+        return -ENOMEM;
+    /* Normalise trailing slashes so that path joins stay clean. */
+    size_t n = strlen(r);
+    while (n > 1 && r[n - 1] == '/')
+        r[--n] = 0;
+    if (l->workspace.mount_root_is_default) {
+        char *m;
+        if (asprintf(&m, "%s/workspaces", streq(r, "/") ? "" : r) < 0)
+            return -ENOMEM;
+        free(l->workspace.mount_root);
+        l->workspace.mount_root = m;
+    }
+    free(l->root);
+    l->root = TAKE_PTR(r);
+    return 0;
+}
+
+const Pool *layout_pool(const Layout *l, PoolRole role) {
+    if (!l || (int) role < 0 || role >= _POOL_ROLE_MAX)
+        return NULL;
+    if (!l->pools[role].declared)
+        return NULL;
+    return &l->pools[role];
+}
+
+int layout_volume_name(PoolRole role, unsigned index, char **ret) {
+    const char *r = pool_role_to_string(role);
+    if (!r)
+        return -EINVAL;
+    char *s;
+    if (asprintf(&s, "%s-%u", r, index) < 0)
+        return -ENOMEM;
+    *ret = s;
+    return 0;
+}
+
+/* The root is normalised (absolute, no trailing slash unless it is "/"). */
+static int root_join(const Layout *l, const char *a, const char *b, const char *c, char **ret) {
+    if (!l || !l->root)
+        return -EINVAL;
+    const char *root = streq(l->root, "/") ? "" : l->root;
+    char *s;
+    if (asprintf(&s, "%s/%s%s%s", root, a, b ?: "", c ?: "") < 0)
+        return -ENOMEM;
+    *ret = s;
+    return 0;
+}
+
+int layout_backing_path(const Layout *l, const char *volume, char **ret) {
+    if (!volume)
+        return -EINVAL;
+    return root_join(l, "images/", volume, ".img", ret);
+}
+
+int layout_mount_path(const Layout *l, const char *volume, char **ret) {
+    if (!volume)
+        return -EINVAL;
+    return root_join(l, "volumes/", volume, NULL, ret);
+}
+
+int layout_record_path(const Layout *l, char **ret) {
+    return root_join(l, "layoutd-state.json", NULL, NULL, ret);
+}
