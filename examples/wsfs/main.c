@@ -1,0 +1,360 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+/*
+ * layoutd-wsfs: the reference workspace FUSE daemon (see README.md).
+ *
+ *   layoutd-wsfs [options] --state DIR --content DIR[,DIR...] MOUNTPOINT
+ *
+ * It never daemonizes: a supervisor runs it, and its pid is the process
+ * that serves the mount. SIGTERM/SIGINT unmount cleanly; SIGUSR1 prints
+ * the counters to stderr and writes the --stats-file.
+ */
+#include <fcntl.h>
+#include <getopt.h>
+#include <inttypes.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdio.h>
+#include <sys/resource.h>
+#include <sys/stat.h>
+#include <sys/xattr.h>
+
+#include "wsfs.h"
+
+#define EXIT_USAGE 2
+
+typedef struct Args {
+    const char *state, *stats_file, *mountpoint;
+    char **content;
+    size_t n_content;
+    CommitMode mode;
+    uint64_t batch_records, batch_ms, threads, cas_threshold;
+    char *fuse_opts; /* comma-joined -o values, may be NULL */
+    bool debug;
+} Args;
+
+static atomic_bool stopping;
+
+static void usage(FILE *f) {
+    fprintf(f,
+            "usage: layoutd-wsfs [options] --state DIR --content DIR[,DIR...] MOUNTPOINT\n"
+            "  --state DIR              the workspace's state directory (served as the root)\n"
+            "  --content DIR[,DIR...]   content pool dirs, in shard order\n"
+            "  --commit=MODE            syncfs (default) | fdatasync | none\n"
+            "  --batch-records=N        close a batch at N records (default 512)\n"
+            "  --batch-ms=N             ... or N ms after its first record (default 50)\n"
+            "  --threads=N              1: single-threaded loop (default), >1: multi-threaded\n"
+            "  --cas-threshold=BYTES    files this large move to the pool (default 64KiB, 0 = off)\n"
+            "  --stats-file=PATH        counters as JSON, after batches and on SIGUSR1\n"
+            "  --foreground, -f         accepted; it never daemonizes anyway\n"
+            "  -o OPT[,OPT...]          FUSE mount options (default_permissions; allow_other as root)\n"
+            "  -d                       FUSE debug output\n"
+            "environment: LAYOUTD_SHARDS=N  number of content shards (= number of content dirs)\n");
+}
+
+/* Parses a non-negative integer with an optional K/M/G (binary) suffix. */
+static int parse_u64(const char *s, bool suffixes, uint64_t *ret) {
+    char *end;
+    if (isempty(s) || *s == '-')
+        return -EINVAL;
+    errno = 0;
+    unsigned long long v = strtoull(s, &end, 10);
+    if (errno || end == s)
+        return -EINVAL;
+    uint64_t mult = 1;
+    if (suffixes && *end) {
+        mult = strchr("kK", *end) ? KIB : strchr("mM", *end) ? MIB : strchr("gG", *end) ? GIB : 0;
+        if (!mult)
+            return -EINVAL;
+        end++;
+        if (*end == 'i' && end[1] == 'B')
+            end += 2;
+    }
+    if (*end || v > UINT64_MAX / mult)
+        return -EINVAL;
+    *ret = v * mult;
+    return 0;
+}
+
+static int append_opt(char **opts, const char *o) {
+    char *n;
+    if (asprintf(&n, "%s%s%s", *opts ?: "", *opts ? "," : "", o) < 0)
+        return -ENOMEM;
+    free(*opts);
+    *opts = n;
+    return 0;
+}
+
+static int split_dirs(Args *a, const char *list) {
+    _cleanup_free_ char *copy = strdup(list);
+    char *save = NULL;
+    if (!copy)
+        return -ENOMEM;
+    for (char *t = strtok_r(copy, ",", &save); t; t = strtok_r(NULL, ",", &save)) {
+        char **n = reallocarray(a->content, a->n_content + 2, sizeof(char *));
+        if (!n)
+            return -ENOMEM;
+        a->content = n;
+        if (!(a->content[a->n_content] = strdup(t)))
+            return -ENOMEM;
+        a->content[++a->n_content] = NULL;
+    }
+    return 0;
+}
+
+#define BAD(...) ({ fprintf(stderr, "layoutd-wsfs: " __VA_ARGS__); fputc('\n', stderr); EXIT_USAGE; })
+
+static int parse_args(int argc, char **argv, Args *a) {
+    enum { O_STATE = 256, O_CONTENT, O_COMMIT, O_BREC, O_BMS, O_THREADS, O_CAS, O_STATS, O_FG, O_HELP };
+    static const struct option opts[] = {
+        { "state", required_argument, NULL, O_STATE },
+        { "content", required_argument, NULL, O_CONTENT },
+        { "commit", required_argument, NULL, O_COMMIT },
+        { "batch-records", required_argument, NULL, O_BREC },
+        { "batch-ms", required_argument, NULL, O_BMS },
+        { "threads", required_argument, NULL, O_THREADS },
+        { "cas-threshold", required_argument, NULL, O_CAS },
+        { "stats-file", required_argument, NULL, O_STATS },
+        { "foreground", no_argument, NULL, O_FG },
+        { "help", no_argument, NULL, O_HELP },
+        {},
+    };
+    int c;
+
+    *a = (Args) { .mode = COMMIT_SYNCFS, .batch_records = 512, .batch_ms = 50, .threads = 1,
+                  .cas_threshold = 64 * KIB };
+    while ((c = getopt_long(argc, argv, "fdo:h", opts, NULL)) >= 0) {
+        switch (c) {
+        case O_STATE:
+            a->state = optarg;
+            break;
+        case O_CONTENT:
+            if (split_dirs(a, optarg) < 0)
+                return BAD("out of memory");
+            break;
+        case O_COMMIT:
+            if ((a->mode = commit_mode_from_string(optarg)) < 0)
+                return BAD("--commit: '%s' is not one of syncfs, fdatasync, none", optarg);
+            break;
+        case O_BREC:
+            if (parse_u64(optarg, false, &a->batch_records) < 0 || a->batch_records < 1 || a->batch_records > 1000000)
+                return BAD("--batch-records: '%s' is not a number in 1..1000000", optarg);
+            break;
+        case O_BMS:
+            if (parse_u64(optarg, false, &a->batch_ms) < 0 || a->batch_ms > 3600 * 1000)
+                return BAD("--batch-ms: '%s' is not a number of milliseconds (0..3600000)", optarg);
+            break;
+        case O_THREADS:
+            if (parse_u64(optarg, false, &a->threads) < 0 || a->threads < 1 || a->threads > 1024)
+                return BAD("--threads: '%s' is not a number in 1..1024", optarg);
+            break;
+        case O_CAS:
+            if (parse_u64(optarg, true, &a->cas_threshold) < 0)
+                return BAD("--cas-threshold: '%s' is not a size in bytes", optarg);
+            break;
+        case O_STATS:
+            a->stats_file = optarg;
+            break;
+        case 'o':
+            if (append_opt(&a->fuse_opts, optarg) < 0)
+                return BAD("out of memory");
+            break;
+        case 'd':
+            a->debug = true;
+            break;
+        case 'f':
+        case O_FG:
+            break;
+        case 'h':
+        case O_HELP:
+            usage(stdout);
+            exit(EXIT_SUCCESS);
+        default:
+            usage(stderr);
+            return EXIT_USAGE;
+        }
+    }
+    if (!a->state)
+        return BAD("--state DIR is required");
+    if (a->n_content == 0)
+        return BAD("--content DIR[,DIR...] is required");
+    if (optind != argc - 1)
+        return BAD("%s", optind >= argc ? "MOUNTPOINT is required" : "exactly one MOUNTPOINT expected");
+    a->mountpoint = argv[optind];
+
+    const char *e = getenv("LAYOUTD_SHARDS");
+    uint64_t shards;
+    if (!isempty(e) && (parse_u64(e, false, &shards) < 0 || shards != a->n_content))
+        return BAD("LAYOUTD_SHARDS=%s does not match the %zu content dir(s) given with --content", e, a->n_content);
+    return 0;
+}
+
+/* The state dir must take user xattrs: CAS stubs live on them. */
+static int check_state_dir(const char *path, int *ret_path_fd, int *ret_sync_fd) {
+    _cleanup_close_ int pfd = open(path, O_PATH | O_DIRECTORY | O_CLOEXEC);
+    _cleanup_close_ int dfd = open(path, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    if (pfd < 0 || dfd < 0)
+        return BAD("--state %s: %m", path);
+    if (faccessat(dfd, ".", W_OK | X_OK, AT_EACCESS) < 0)
+        return BAD("--state %s: not writable: %m", path);
+    _cleanup_close_ int t = openat(dfd, ".", O_TMPFILE | O_RDWR | O_CLOEXEC, 0600);
+    if (t < 0)
+        return BAD("--state %s: cannot create a file (O_TMPFILE): %m", path);
+    if (fsetxattr(t, "user.wsfs.probe", "1", 1, 0) < 0)
+        return BAD("--state %s: the filesystem does not take user xattrs (%m); CAS stubs need them", path);
+    *ret_path_fd = TAKE_FD(pfd);
+    *ret_sync_fd = TAKE_FD(dfd);
+    return 0;
+}
+
+typedef struct SigCtx {
+    Stats *stats;
+    Committer *committer;
+    const char *mode;
+} SigCtx;
+
+static void *sigusr1_thread(void *arg) {
+    SigCtx *s = arg;
+    sigset_t set;
+    sigemptyset(&set);
+    sigaddset(&set, SIGUSR1);
+    for (;;) {
+        int sig;
+        if (sigwait(&set, &sig) != 0 || atomic_load(&stopping))
+            return NULL;
+        char buf[1024];
+        stats_format(s->stats, s->mode, buf, sizeof(buf));
+        fprintf(stderr, "layoutd-wsfs: stats %s\n", buf);
+        committer_write_stats(s->committer);
+    }
+}
+
+int main(int argc, char **argv) {
+    Args a;
+    Stats stats = {};
+    CasPool pool = {};
+    Fs *fs = NULL;
+    Committer *committer = NULL;
+    int root_fd = -EBADF, sync_fd = -EBADF, r, ret = EXIT_FAILURE;
+    size_t bad;
+    struct stat st;
+
+    r = parse_args(argc, argv, &a);
+    if (r != 0)
+        return r;
+    r = check_state_dir(a.state, &root_fd, &sync_fd);
+    if (r != 0)
+        return r;
+    r = cas_pool_open(&pool, a.content, a.n_content, &bad);
+    if (r < 0)
+        return BAD("--content %s: unusable as a content dir: %s", a.content[bad], strerror(-r));
+    if (stat(a.mountpoint, &st) < 0)
+        return BAD("MOUNTPOINT %s: %m", a.mountpoint);
+    if (!S_ISDIR(st.st_mode))
+        return BAD("MOUNTPOINT %s: not a directory", a.mountpoint);
+
+    /* The kernel already applied the caller's umask. */
+    umask(0);
+    /* fdatasync mode holds an fd per batch item; the hard limit is fine. */
+    struct rlimit rl;
+    if (getrlimit(RLIMIT_NOFILE, &rl) == 0 && rl.rlim_cur < rl.rlim_max) {
+        rl.rlim_cur = rl.rlim_max;
+        (void) setrlimit(RLIMIT_NOFILE, &rl);
+    }
+
+    /* Our own threads block every signal, so SIGTERM/SIGINT reach a FUSE
+     * thread (interrupting its read of /dev/fuse) and SIGUSR1 reaches
+     * only sigwait(). SIGUSR1 stays blocked everywhere. */
+    sigset_t all, usr1, old;
+    sigfillset(&all);
+    sigemptyset(&usr1);
+    sigaddset(&usr1, SIGUSR1);
+    pthread_sigmask(SIG_BLOCK, &all, &old);
+
+    FsConfig fcfg = { .root_fd = root_fd, .pool = &pool, .cas_threshold = a.cas_threshold, .mode = a.mode,
+                      .stats = &stats };
+    r = fs_new(&fcfg, &fs);
+    CommitterConfig ccfg = {
+        .mode = a.mode, .batch_records = a.batch_records, .batch_usec = a.batch_ms * USEC_PER_MSEC,
+        .state_fd = sync_fd, .pool = &pool, .stats = &stats, .stats_path = a.stats_file,
+        .punch = fs_punch, .userdata = fs,
+    };
+    if (r >= 0)
+        r = committer_start(&ccfg, &committer);
+    if (r < 0) {
+        fprintf(stderr, "layoutd-wsfs: starting: %s\n", strerror(-r));
+        return EXIT_FAILURE;
+    }
+    fs_set_committer(fs, committer);
+    SigCtx sctx = { &stats, committer, commit_mode_to_string(a.mode) };
+    pthread_t sigthread;
+    if ((r = pthread_create(&sigthread, NULL, sigusr1_thread, &sctx)) != 0) {
+        fprintf(stderr, "layoutd-wsfs: starting: %s\n", strerror(r));
+        return EXIT_FAILURE;
+    }
+    sigaddset(&old, SIGUSR1);
+    pthread_sigmask(SIG_SETMASK, &old, NULL);
+
+    /* Mount options: ours first, the caller's -o last so they can add. */
+    _cleanup_free_ char *mopts = NULL;
+    _cleanup_free_ char *fsname = NULL;
+    if (asprintf(&fsname, "fsname=wsfs:%s", a.state) < 0)
+        return EXIT_FAILURE;
+    if (append_opt(&mopts, "default_permissions,subtype=layoutd-wsfs") < 0 ||
+        (!strpbrk(a.state, ", \t\n\\") && append_opt(&mopts, fsname) < 0) ||
+        (geteuid() == 0 && append_opt(&mopts, "allow_other") < 0) ||
+        (a.fuse_opts && append_opt(&mopts, a.fuse_opts) < 0))
+        return EXIT_FAILURE;
+    char *fargv[] = { argv[0], "-o", mopts, a.debug ? "-d" : NULL, NULL };
+    struct fuse_args fargs = FUSE_ARGS_INIT(a.debug ? 4 : 3, fargv);
+
+    struct fuse_session *se = fuse_session_new(&fargs, &fs_ops, sizeof(fs_ops), fs);
+    if (!se) {
+        fprintf(stderr, "layoutd-wsfs: bad FUSE options '%s'\n", mopts);
+        ret = EXIT_USAGE;
+        goto stop;
+    }
+    if (fuse_set_signal_handlers(se) != 0)
+        goto destroy;
+    if (fuse_session_mount(se, a.mountpoint) != 0) {
+        fprintf(stderr, "layoutd-wsfs: mounting %s failed\n", a.mountpoint);
+        goto handlers;
+    }
+    fprintf(stderr, "layoutd-wsfs: serving %s at %s (commit=%s batch=%" PRIu64 "/%" PRIu64 "ms threads=%" PRIu64
+            " shards=%zu cas-threshold=%" PRIu64 ")\n",
+            a.state, a.mountpoint, commit_mode_to_string(a.mode), a.batch_records, a.batch_ms, a.threads,
+            pool.n_shards, a.cas_threshold);
+
+    if (a.threads == 1)
+        r = fuse_session_loop(se);
+    else {
+        struct fuse_loop_config *lc = fuse_loop_cfg_create();
+        fuse_loop_cfg_set_max_threads(lc, a.threads);
+        fuse_loop_cfg_set_idle_threads(lc, a.threads);
+        r = fuse_session_loop_mt(se, lc);
+        fuse_loop_cfg_destroy(lc);
+    }
+    /* 0, or the number of the signal that ended the loop; <0 on error. */
+    ret = r >= 0 ? EXIT_SUCCESS : EXIT_FAILURE;
+    fuse_session_unmount(se);
+    fprintf(stderr, "layoutd-wsfs: unmounted %s\n", a.mountpoint);
+handlers:
+    fuse_remove_signal_handlers(se);
+destroy:
+    fuse_session_destroy(se);
+stop:
+    /* Commit what is pending before exiting: a clean stop loses nothing. */
+    committer_stop(committer);
+    atomic_store(&stopping, true);
+    pthread_kill(sigthread, SIGUSR1);
+    pthread_join(sigthread, NULL);
+    fs_free(fs);
+    cas_pool_close(&pool);
+    safe_close(root_fd);
+    safe_close(sync_fd);
+    for (size_t i = 0; i < a.n_content; i++)
+        free(a.content[i]);
+    free(a.content);
+    free(a.fuse_opts);
+    fuse_opt_free_args(&fargs);
+    return ret;
+}
