@@ -137,7 +137,14 @@ static const char *did_you_mean(const char *key, const char *const *known) {
     }
     /* Close enough to be a typo, not a different word. */
     size_t limit = MAX((size_t) 2, strlen(key) / 3);
-    return best_d <= limit ? best : NULL;
+    if (best_d <= limit)
+        return best;
+    /* An abbreviation: "strict" for "strict_limit". */
+    if (strlen(key) >= 4)
+        for (const char *const *k = known; *k; k++)
+            if (strncmp(*k, key, strlen(key)) == 0)
+                return *k;
+    return NULL;
 }
 
 static char *join_keys(const char *const *known) {
@@ -561,11 +568,11 @@ static void parse_writeback(Parser *p, const LayoutNode *n, WritebackLimits *wb)
     LayoutNode *v;
     uint64_t u;
     bool b;
-    if ((v = map_get(n, "max_ratio", NULL)) && get_uint(p, v, "max_ratio", 0, 100, &u))
+    if ((v = map_get(n, "max_ratio", NULL)) && get_uint(p, v, "writeback.max_ratio", 0, 100, &u))
         wb->max_ratio = (int) u;
     if ((v = map_get(n, "max_bytes", NULL)))
-        (void) get_size(p, v, "max_bytes", &wb->max_bytes);
-    if ((v = map_get(n, "strict_limit", NULL)) && get_bool(p, v, "strict_limit", &b))
+        (void) get_size(p, v, "writeback.max_bytes", &wb->max_bytes);
+    if ((v = map_get(n, "strict_limit", NULL)) && get_bool(p, v, "writeback.strict_limit", &b))
         wb->strict_limit = b;
 }
 
@@ -574,37 +581,37 @@ static void parse_vdo(Parser *p, const LayoutNode *n, Pool *pool, bool *ret_logi
         return;
     LayoutNode *v, *k;
     VdoOptions *o = &pool->vdo;
-    if ((v = map_get(n, "logical_size", NULL)) && get_size(p, v, "logical_size", &o->logical_size)) {
+    if ((v = map_get(n, "logical_size", NULL)) && get_size(p, v, "vdo.logical_size", &o->logical_size)) {
         *ret_logical_given = true;
         if (o->logical_size % (4 * KIB) != 0)
-            err(p, v, "logical_size: must be a multiple of 4 KiB, got %s", v->value);
+            err(p, v, "vdo.logical_size: must be a multiple of 4 KiB, got %s", v->value);
         else if (o->logical_size > MAX_VOLUME_SIZE)
-            err(p, v, "logical_size: must be at most 1024TiB");
+            err(p, v, "vdo.logical_size: must be at most 1024TiB");
     }
     if ((v = map_get(n, "compression", NULL)))
-        (void) get_bool(p, v, "compression", &o->compression);
+        (void) get_bool(p, v, "vdo.compression", &o->compression);
     if ((v = map_get(n, "deduplication", NULL)))
-        (void) get_bool(p, v, "deduplication", &o->deduplication);
+        (void) get_bool(p, v, "vdo.deduplication", &o->deduplication);
     if ((v = map_get(n, "fstrim_interval", NULL))) {
         usec_t t;
         /* Online discard stalls XFS on VDO (dm-vdo/vdo#57); a periodic
          * fstrim is the advice, but not so often that it is the load. */
-        if (get_duration(p, v, "fstrim_interval", &t)) {
+        if (get_duration(p, v, "vdo.fstrim_interval", &t)) {
             if (t != 0 && t < 60 * USEC_PER_SEC)
-                err(p, v, "fstrim_interval: must be 0 (off) or at least 1min, got '%s'", v->value);
+                err(p, v, "vdo.fstrim_interval: must be 0 (off) or at least 1min, got '%s'", v->value);
             else
                 o->fstrim_interval = t;
         }
     }
-    if ((v = map_get(n, "block_map_cache", NULL)) && get_size(p, v, "block_map_cache", &o->block_map_cache)) {
+    if ((v = map_get(n, "block_map_cache", NULL)) && get_size(p, v, "vdo.block_map_cache", &o->block_map_cache)) {
         if (o->block_map_cache < MIN_BLOCK_MAP_CACHE)
-            err(p, v, "block_map_cache: must be at least 128MiB (the dm-vdo minimum), got %s", v->value);
+            err(p, v, "vdo.block_map_cache: must be at least 128MiB (the dm-vdo minimum), got %s", v->value);
         else if (o->block_map_cache % (4 * KIB) != 0)
-            err(p, v, "block_map_cache: must be a multiple of 4 KiB, got %s", v->value);
+            err(p, v, "vdo.block_map_cache: must be a multiple of 4 KiB, got %s", v->value);
     }
-    if ((v = map_get(n, "device", &k)) && get_path(p, v, "device", &o->device)) {
+    if ((v = map_get(n, "device", &k)) && get_path(p, v, "vdo.device", &o->device)) {
         if (strncmp(o->device, "/dev/", 5) != 0)
-            err(p, v, "device: expected a block device below /dev/, got '%s'", o->device);
+            err(p, v, "vdo.device: expected a block device below /dev/, got '%s'", o->device);
     }
 }
 
@@ -676,10 +683,13 @@ static void parse_pool(Parser *p, const LayoutNode *n, PoolRole role, Pool *pool
                 "with no size of its own; remove the key");
         else if (get_size(p, v, "volume_size", &pool->volume_size)) {
             size_given = true;
-            if (pool->volume_size % (4 * KIB) != 0)
+            if (pool->volume_size % (4 * KIB) != 0) {
                 err(p, v, "volume_size: must be a multiple of 4 KiB, got %s", v->value);
-            else if (pool->volume_size > MAX_VOLUME_SIZE)
+                size_given = false;
+            } else if (pool->volume_size > MAX_VOLUME_SIZE) {
                 err(p, v, "volume_size: must be at most 1024TiB, got %s", v->value);
+                size_given = false;
+            }
         }
     }
     if (backend_ok && !is_dir) {
@@ -789,12 +799,12 @@ static void parse_pool(Parser *p, const LayoutNode *n, PoolRole role, Pool *pool
             o->logical_size = pool->volume_size * 3;
         } else if (o->logical_size < pool->volume_size) {
             LayoutNode *lv = map_get(v, "logical_size", NULL);
-            err(p, lv, "logical_size (%s) must be at least volume_size (%s)", lv->value,
+            err(p, lv, "vdo.logical_size (%s) must be at least volume_size (%s)", lv->value,
                 map_get(n, "volume_size", NULL) ? map_get(n, "volume_size", NULL)->value : "the default");
         }
         if (o->device && pool->max_volumes != 1)
             err(p, map_get(v, "device", NULL),
-                "device: a block device holds exactly one volume, but this pool may have %u "
+                "vdo.device: a block device holds exactly one volume, but this pool may have %u "
                 "(set %s to 1)", pool->max_volumes, role == POOL_CONTENT ? "shards" : "max_volumes");
     }
 }
@@ -935,7 +945,10 @@ static void parse_static_workspaces(Parser *p, const LayoutNode *n, WorkspaceCon
         oom(p);
         return;
     }
+    /* Every id seen, valid or not, so that a duplicate is reported even
+     * when the first occurrence had another problem. */
     const LayoutNode *ids[MAX_STATIC_WORKSPACES];
+    size_t n_ids = 0;
     for (size_t i = 0; i < n->n_items; i++) {
         const LayoutNode *item = n->items[i];
         if (!map_check(p, item, keys, NULL, "a static workspace"))
@@ -952,14 +965,15 @@ static void parse_static_workspaces(Parser *p, const LayoutNode *n, WorkspaceCon
                 err(p, v, "id: invalid workspace id '%s': expected [a-z0-9][a-z0-9-]*, at most %d characters",
                     s->id, LAYOUT_WORKSPACE_ID_MAX);
                 ok = false;
-            } else
-                for (size_t j = 0; j < w->n_static_workspaces; j++)
-                    if (streq(w->static_workspaces[j].id, s->id)) {
-                        err(p, v, "id: duplicate workspace id '%s' (first given at line %u, column %u)", s->id,
-                            ids[j]->line, ids[j]->column);
-                        ok = false;
-                        break;
-                    }
+            }
+            for (size_t j = 0; j < n_ids; j++)
+                if (streq(ids[j]->value, s->id)) {
+                    err(p, v, "id: duplicate workspace id '%s' (first given at line %u, column %u)", s->id,
+                        ids[j]->line, ids[j]->column);
+                    ok = false;
+                    break;
+                }
+            ids[n_ids++] = v;
         } else
             ok = false;
 
@@ -983,7 +997,7 @@ static void parse_static_workspaces(Parser *p, const LayoutNode *n, WorkspaceCon
             *s = (StaticWorkspace) {};
             continue;
         }
-        ids[w->n_static_workspaces++] = map_get(item, "id", NULL);
+        w->n_static_workspaces++;
     }
 }
 
@@ -1012,9 +1026,9 @@ static void parse_workspace(Parser *p, const LayoutNode *n, Layout *l) {
         w->restart = (RestartPolicy) e;
     if ((v = map_get(n, "backoff", NULL)) && map_check(p, v, backoff_keys, NULL, "backoff")) {
         LayoutNode *i = map_get(v, "initial", NULL), *m = map_get(v, "max", NULL), *r;
-        bool i_ok = !i || get_duration_range(p, i, "initial", 100 * USEC_PER_MSEC, 86400 * USEC_PER_SEC,
+        bool i_ok = !i || get_duration_range(p, i, "backoff.initial", 100 * USEC_PER_MSEC, 86400 * USEC_PER_SEC,
                                              &w->backoff_initial);
-        bool m_ok = !m || get_duration_range(p, m, "max", 100 * USEC_PER_MSEC, 86400 * USEC_PER_SEC,
+        bool m_ok = !m || get_duration_range(p, m, "backoff.max", 100 * USEC_PER_MSEC, 86400 * USEC_PER_SEC,
                                              &w->backoff_max);
         if (i_ok && m_ok && w->backoff_initial > w->backoff_max) {
             if (m)
@@ -1024,15 +1038,15 @@ static void parse_workspace(Parser *p, const LayoutNode *n, Layout *l) {
                 w->backoff_max = w->backoff_initial;
         }
         if ((r = map_get(v, "reset_after", NULL)))
-            (void) get_duration_range(p, r, "reset_after", USEC_PER_SEC, 7 * 86400 * USEC_PER_SEC,
+            (void) get_duration_range(p, r, "backoff.reset_after", USEC_PER_SEC, 7 * 86400 * USEC_PER_SEC,
                                       &w->backoff_reset_after);
     }
     if ((v = map_get(n, "crash_loop", NULL)) && map_check(p, v, crash_keys, NULL, "crash_loop")) {
         LayoutNode *d = map_get(v, "deaths", NULL), *i = map_get(v, "interval", NULL);
         if (d)
-            (void) get_unsigned(p, d, "deaths", 1, 1000, &w->crashloop_deaths);
+            (void) get_unsigned(p, d, "crash_loop.deaths", 1, 1000, &w->crashloop_deaths);
         if (i)
-            (void) get_duration_range(p, i, "interval", USEC_PER_SEC, 7 * 86400 * USEC_PER_SEC,
+            (void) get_duration_range(p, i, "crash_loop.interval", USEC_PER_SEC, 7 * 86400 * USEC_PER_SEC,
                                       &w->crashloop_interval);
     }
     if ((v = map_get(n, "ready_timeout", NULL)))
@@ -1135,12 +1149,12 @@ static void parse_top(Parser *p, const LayoutNode *n, Layout *l) {
     if (!map_check(p, n, keys, NULL, "the layout"))
         return;
     LayoutNode *v, *k;
-    uint64_t ver;
+    const char *ver;
     if (!(v = map_get(n, "version", NULL)))
         err(p, n, "missing required key 'version' (write 'version: 1' as the first line)");
-    else if (get_uint(p, v, "version", 0, UINT32_MAX, &ver) && ver != LAYOUT_VERSION)
-        err(p, v, "version: must be %d (this layoutd understands layout version %d), got %" PRIu64,
-            LAYOUT_VERSION, LAYOUT_VERSION, ver);
+    else if ((ver = get_scalar(p, v, "version", "1")) && !streq(ver, "1"))
+        err(p, v, "version: must be %d (this layoutd understands layout version %d), got '%s'", LAYOUT_VERSION,
+            LAYOUT_VERSION, ver);
     if ((v = map_get(n, "root", NULL)))
         (void) get_path(p, v, "root", &l->root);
     if (!(v = map_get(n, "pools", &k)))

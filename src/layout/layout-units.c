@@ -70,8 +70,13 @@ int layout_parse_size(const char *s, uint64_t *ret) {
     int r = parse_digits(&p, &v);
     if (r < 0)
         return r;
-    while (*p == ' ')
-        p++;
+    /* "512 MiB" is fine, "512 " is not: a space must separate a unit. */
+    if (*p == ' ') {
+        while (*p == ' ')
+            p++;
+        if (!*p)
+            return -EINVAL;
+    }
     const Unit *u = unit_lookup(size_units, ELEMENTSOF(size_units), p, strlen(p));
     if (!u)
         return -EINVAL;
@@ -111,8 +116,12 @@ int layout_parse_duration(const char *s, usec_t *ret) {
             return -ERANGE;
         total += v * u->factor;
         any = true;
-        while (*p == ' ')
-            p++;
+        if (*p == ' ') {
+            while (*p == ' ')
+                p++;
+            if (!*p)
+                return -EINVAL;
+        }
     }
     if (!any)
         return -EINVAL;

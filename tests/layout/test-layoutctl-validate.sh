@@ -1,0 +1,73 @@
+#!/usr/bin/env bash
+# layoutctl validate: the shipped layouts pass (exit 0); the acceptance
+# fixtures fail with exit 1 and the exact file:line:col: error: lines;
+# usage errors exit 2; --json and --show produce what they promise.
+. "$LAYOUTD_TESTS/lib/common.sh"
+
+ctl=${LAYOUTCTL:-$LAYOUTD_BUILD_DIR/agent/layoutctl}
+[ -x "$ctl" ] || fail "layoutctl not built at $ctl"
+fx=$LAYOUTD_SOURCE_DIR/tests/fixtures/layouts
+cd "$LAYOUTD_SOURCE_DIR"
+
+# 1. every shipped layout is valid
+"$ctl" validate layouts/*.yaml >"$WORK/out" 2>"$WORK/err" || fail "layouts/*.yaml: exit $? ($(cat "$WORK/err"))"
+[ "$(grep -c ': valid$' "$WORK/out")" -eq "$(ls layouts/*.yaml | wc -l)" ] || fail "not every layout said valid"
+[ ! -s "$WORK/err" ] || fail "stderr not empty for valid layouts"
+
+# 2. one fixture, one exact error line, exit 1
+expect_error() { # file expected-line
+    local file=$1 want=$2 rc=0
+    "$ctl" validate "$file" >"$WORK/out" 2>"$WORK/err" || rc=$?
+    [ "$rc" -eq 1 ] || fail "$file: exit $rc, expected 1"
+    grep -qxF -- "$want" "$WORK/err" || { cat "$WORK/err" >&2; fail "$file: missing line: $want"; }
+}
+expect_error "$fx/misspelled-key.yaml" \
+    "$fx/misspelled-key.yaml:6:5: error: unknown key 'workspace_per_volume' in pool 'state'; did you mean 'workspaces_per_volume'?"
+expect_error "$fx/size-parsecs.yaml" \
+    "$fx/size-parsecs.yaml:4:18: error: volume_size: invalid size '12 parsecs': expected a whole number of bytes, optionally followed by one of KiB, MiB, GiB, TiB (or K, M, G, T; all binary)"
+expect_error "$fx/vdo-key-on-ext4.yaml" \
+    "$fx/vdo-key-on-ext4.yaml:6:5: error: 'compression' is a VDO option: it belongs under 'vdo:' of a pool with backend vdo-xfs (this pool's backend is loop-ext4)"
+expect_error "$fx/duplicate-key.yaml" \
+    "$fx/duplicate-key.yaml:6:5: error: duplicate key 'volume_size' in pool 'state' (first given at line 4, column 5)"
+expect_error "$fx/empty.yaml" "$fx/empty.yaml: error: the file is empty; expected a layout (a mapping starting with 'version: 1')"
+
+# 3. a valid and an invalid file together: exit 1, the valid one still reported
+rc=0
+"$ctl" validate layouts/default.yaml "$fx/duplicate-key.yaml" >"$WORK/out" 2>"$WORK/err" || rc=$?
+[ "$rc" -eq 1 ] || fail "mixed: exit $rc"
+grep -q '^layouts/default.yaml: valid$' "$WORK/out" || fail "mixed: default.yaml not reported valid"
+
+# 4. unreadable file: exit 1
+rc=0; "$ctl" validate "$WORK/nope.yaml" 2>/dev/null || rc=$?
+[ "$rc" -eq 1 ] || fail "missing file: exit $rc"
+
+# 5. usage errors: exit 2
+for args in "" "validate" "validate --bogus x" "frobnicate" "--bogus"; do
+    rc=0; "$ctl" $args >/dev/null 2>&1 || rc=$?
+    [ "$rc" -eq 2 ] || fail "'layoutctl $args': exit $rc, expected 2"
+done
+"$ctl" --help | grep -q 'Exit status' || fail "--help does not document exit codes"
+"$ctl" --version | grep -q '^layoutctl ' || fail "--version"
+"$ctl" validate --help | grep -q -- '--show' || fail "validate --help"
+
+# 6. --json: an array with the promised fields
+"$ctl" validate --json layouts/default.yaml "$fx/misspelled-key.yaml" >"$WORK/json" 2>"$WORK/err" && fail "--json: exit 0"
+/usr/bin/python3 - "$WORK/json" "$fx/misspelled-key.yaml" <<'PY' || fail "--json output"
+import json, sys
+a = json.load(open(sys.argv[1]))
+assert isinstance(a, list) and len(a) == 2, a
+assert a[0]["file"] == "layouts/default.yaml" and a[0]["valid"] is True and a[0]["errors"] == []
+assert a[0]["layout"]["pools"]["state"]["volume_size"] == 256 * 1024 * 1024
+assert a[1]["file"] == sys.argv[2] and a[1]["valid"] is False and a[1]["layout"] is None
+e = a[1]["errors"]
+assert len(e) == 1 and e[0]["line"] == 6 and e[0]["column"] == 5 and "workspaces_per_volume" in e[0]["message"], e
+PY
+# global --json works the same
+"$ctl" --json validate layouts/default.yaml | /usr/bin/python3 -c 'import json,sys; assert json.load(sys.stdin)[0]["valid"]' \
+    || fail "global --json"
+
+# 7. --show prints a normalised layout that validates again
+"$ctl" validate --show layouts/ext4-dio.yaml >"$WORK/show.yaml" || fail "--show: exit $?"
+grep -q 'volume_size: "8GiB"' "$WORK/show.yaml" || fail "--show lacks the state volume size"
+"$ctl" validate "$WORK/show.yaml" >/dev/null || fail "--show output does not validate"
+log "ok"
