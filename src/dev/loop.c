@@ -367,6 +367,10 @@ int loop_device_detach(const char *node) {
     if (isempty(node))
         return -EINVAL;
 
+    /* Whether autoclear was on before our first LOOP_CLR_FD, which arms
+     * it: later attempts must not mistake our own arming for the user's. */
+    int had_autoclear = -1;
+
     for (unsigned attempt = 0;; attempt++) {
         /* O_EXCL on a block device fails with EBUSY while a filesystem is
          * mounted on it or device-mapper holds it: that is "in use", and
@@ -384,6 +388,8 @@ int loop_device_detach(const char *node) {
         struct loop_info64 before = {};
         if (ioctl(fd, LOOP_GET_STATUS64, &before) < 0)
             return negative_errno(); /* ENXIO: not attached */
+        if (had_autoclear < 0)
+            had_autoclear = !!(before.lo_flags & LO_FLAGS_AUTOCLEAR);
 
         if (ioctl(fd, LOOP_CLR_FD) < 0 && errno != EBUSY)
             return negative_errno();
@@ -406,7 +412,7 @@ int loop_device_detach(const char *node) {
         if (attempt + 1 >= LOOP_DETACH_TRIES) {
             /* Still held open by someone: give up, and do not leave the
              * autoclear we armed behind if it was not there before. */
-            if (!(before.lo_flags & LO_FLAGS_AUTOCLEAR)) {
+            if (!had_autoclear) {
                 now.lo_flags &= ~LO_FLAGS_AUTOCLEAR;
                 (void) ioctl(check, LOOP_SET_STATUS64, &now);
             }
