@@ -1,0 +1,67 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+#include <inttypes.h>
+#include <signal.h>
+#include <stdio.h>
+#include <sys/syscall.h>
+
+#include "proc.h"
+#include "util.h"
+
+int proc_parse_start_time(const char *text, uint64_t *ret) {
+    const char *p = strrchr(text, ')');
+    if (!p)
+        return -EBADMSG;
+    p++;
+    /* After ')' comes field 3 (state); field 22 is the 20th from here. */
+    for (int field = 3; field < 22; field++) {
+        while (*p == ' ')
+            p++;
+        if (!*p)
+            return -EBADMSG;
+        p += strcspn(p, " ");
+    }
+    while (*p == ' ')
+        p++;
+    uint64_t v;
+    if (sscanf(p, "%" SCNu64, &v) != 1)
+        return -EBADMSG;
+    *ret = v;
+    return 0;
+}
+
+int proc_start_time(pid_t pid, uint64_t *ret) {
+    char path[64];
+    snprintf(path, sizeof path, "/proc/%d/stat", (int) pid);
+    _cleanup_free_ char *text = NULL;
+    int r = read_full_file(path, &text, NULL);
+    if (r == -ENOENT)
+        return -ESRCH;
+    if (r < 0)
+        return r;
+    return proc_parse_start_time(text, ret);
+}
+
+int proc_boot_id_hash(uint64_t *ret) {
+    _cleanup_free_ char *s = NULL;
+    int r = read_one_line_file("/proc/sys/kernel/random/boot_id", &s);
+    if (r < 0)
+        return r;
+    uint64_t h = UINT64_C(0xcbf29ce484222325);
+    for (const char *c = s; *c; c++) {
+        h ^= (unsigned char) *c;
+        h *= UINT64_C(0x100000001b3);
+    }
+    *ret = h ?: 1;
+    return 0;
+}
+
+int proc_pidfd_open(pid_t pid) {
+    long fd = syscall(SYS_pidfd_open, pid, 0);
+    return fd < 0 ? negative_errno() : (int) fd;
+}
+
+int proc_pidfd_signal(int pidfd, int sig) {
+    if (syscall(SYS_pidfd_send_signal, pidfd, sig, NULL, 0) < 0)
+        return negative_errno();
+    return 0;
+}

@@ -1,0 +1,29 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+#pragma once
+
+/*
+ * Process identity, for re-adoption: a pid alone can be reused, so a
+ * process is named by (pid, start time, boot). Library code, never logs.
+ */
+
+#include <stdint.h>
+#include <sys/types.h>
+
+/* The start time of pid: /proc/<pid>/stat field 22 (clock ticks since
+ * boot). Returns: -ESRCH (no such process), -EBADMSG, -errno, 0. */
+int proc_start_time(pid_t pid, uint64_t *ret);
+
+/* Parses the start time out of the text of a /proc/<pid>/stat file (comm
+ * may contain spaces and parentheses: fields are counted after the LAST
+ * ')'). Returns: -EBADMSG, 0. */
+int proc_parse_start_time(const char *stat_text, uint64_t *ret);
+
+/* A 64-bit FNV-1a hash of /proc/sys/kernel/random/boot_id, never 0.
+ * Returns: <0 on error, 0. */
+int proc_boot_id_hash(uint64_t *ret);
+
+/* pidfd_open(2), O_CLOEXEC implied. Returns: -errno or the fd. */
+int proc_pidfd_open(pid_t pid);
+
+/* pidfd_send_signal(2). Returns: -errno, 0. */
+int proc_pidfd_signal(int pidfd, int sig);
