@@ -52,6 +52,11 @@
 static inline void freep(void *p) {
     free(*(void **)p);
 }
+/* free() that returns NULL, for p = mfree(p). */
+static inline void *mfree(void *p) {
+    free(p);
+    return NULL;
+}
 #define _cleanup_(f) __attribute__((cleanup(f)))
 #define _cleanup_free_ _cleanup_(freep)
 
