@@ -15,6 +15,10 @@
 
 static const LayoutctlVerb verbs[] = {
     { "validate", "check layout files; --show prints the effective layout", layoutctl_validate },
+    { "plan", "show what apply would change, refuse, or report as drift", layoutctl_plan },
+    { "apply", "carve, attach, format, mount and grow the volumes", layoutctl_apply },
+    { "teardown", "unmount and detach the volumes (--destroy-data: delete them)", layoutctl_teardown },
+    { "repair", "resolve the safe drift cases (--forget-missing)", layoutctl_repair },
 };
 
 static void usage(FILE *f) {

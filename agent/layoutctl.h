@@ -26,3 +26,8 @@ typedef struct LayoutctlVerb {
 } LayoutctlVerb;
 
 int layoutctl_validate(int argc, char **argv, const LayoutctlGlobals *g);
+/* The volume verbs (layoutctl-{plan,apply,teardown,repair}.c). */
+int layoutctl_plan(int argc, char **argv, const LayoutctlGlobals *g);
+int layoutctl_apply(int argc, char **argv, const LayoutctlGlobals *g);
+int layoutctl_teardown(int argc, char **argv, const LayoutctlGlobals *g);
+int layoutctl_repair(int argc, char **argv, const LayoutctlGlobals *g);
