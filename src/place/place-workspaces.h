@@ -1,0 +1,180 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+#pragma once
+
+/*
+ * The engine side of a workspace's life on the state pool: create (decide,
+ * carve if needed, make the directory, record), remove (keep data or
+ * destroy), list, get, and reconcile the record with the directories that
+ * really exist. Works on a StateRecord the caller owns and saves it
+ * atomically after every change (see docs/placement.md, "Crash safety").
+ *
+ * Not thread-safe: the agent serialises calls (one event loop).
+ */
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "layout.h"
+#include "place-policy.h"
+#include "state.h"
+
+/* A failure, for the API and the log: the reason code and a human message
+ * that names what to do. The caller zero-initialises it and calls
+ * place_error_done(); it is filled only when a call fails. */
+typedef struct PlaceError {
+    PlaceReason reason; /* PLACE_REASON_NONE when no policy reason applies */
+    char *message;
+} PlaceError;
+
+void place_error_done(PlaceError *e);
+
+/* The errno a refusal reason maps to (-ENOSPC for a full pool, -EBUSY for
+ * a sticky volume that cannot take the workspace back, ...). */
+int place_reason_to_errno(PlaceReason r);
+
+/*
+ * Carves volume `index` of pool `role` (through the volumes engine's
+ * apply), records it in the same StateRecord the PlaceContext works on,
+ * and mounts it at layout_mount_path(). Sets *ret_volume_name.
+ * Returns: <0 on error, 0 on success.
+ */
+typedef int (*PlaceCarveFunc)(void *userdata, PoolRole role, unsigned index,
+                              char **ret_volume_name);
+
+/* What placement needs to know about a volume right now. */
+typedef struct PlaceVolumeObservation {
+    uint64_t free_bytes;
+    uint64_t free_inodes;
+    unsigned flags; /* PlaceVolumeFlags */
+} PlaceVolumeObservation;
+
+typedef int (*PlaceObserveFunc)(void *userdata, const VolumeRecord *v, const char *mount_path,
+                                PlaceVolumeObservation *ret);
+
+/*
+ * The default observation: statvfs(2) of the mount path (free bytes for an
+ * unprivileged writer, free inodes, ST_RDONLY), and for every backend but
+ * `dir` a check that the path really is a mount point: a volume that is
+ * not mounted is UNAVAILABLE, because its workspaces/ directory would
+ * otherwise land on the host filesystem below it. A missing path is
+ * UNAVAILABLE too. Returns: <0 on unexpected errors, 0.
+ */
+int place_volume_observe_default(const VolumeRecord *v, const char *mount_path,
+                                 PlaceVolumeObservation *ret);
+
+typedef struct PlaceContext {
+    const Layout *layout;
+    StateRecord *record;
+    const char *record_path;       /* where to save; NULL: do not save */
+    PlaceCarveFunc carve;          /* NULL: carving is refused */
+    void *carve_userdata;
+    PlaceObserveFunc observe;      /* NULL: place_volume_observe_default */
+    void *observe_userdata;
+} PlaceContext;
+
+typedef struct PlaceCreateRequest {
+    const char *id;
+    const char *tenant;            /* NULL: none */
+    uint64_t quota;                /* must be 0 in v1 */
+    char **labels;                 /* "key=value" strv, may be NULL */
+    bool reclaim;                  /* take back kept data of the same id */
+} PlaceCreateRequest;
+
+/*
+ * Creates a workspace: validates the request, decides its volume with the
+ * pool's policy (carving a new volume through c->carve when every volume
+ * is at its bound), creates <volume mount>/workspaces/<id> owned by the
+ * layout's workspace user/group with its dir_mode, and records it.
+ * *ret (may be NULL) points into c->record.
+ * Returns: -EINVAL (bad id or tenant), -EOPNOTSUPP (a quota: not in v1),
+ * -EEXIST (id in use, kept data without reclaim, directory clash), -EACCES
+ * (reclaiming another tenant's data), -ENOSPC (pool full), -EBUSY/-EROFS
+ * (sticky volume cannot take it), -errno; 0 on success. On failure
+ * *error says why and nothing changed (a carved volume stays: it is
+ * empty and counts towards max_volumes).
+ */
+int place_workspace_create(PlaceContext *c, const PlaceCreateRequest *req,
+                           WorkspaceRecord **ret, PlaceError *error);
+
+/*
+ * The decision place_workspace_create() would take now, without doing
+ * anything, and the candidates it was taken on (for `layoutctl why`).
+ * *ret_candidates' strings borrow from c->record; free the array with
+ * free() and the decision with place_decision_done().
+ * Returns: <0 on error, 0 on success (also when the decision is REFUSE).
+ */
+int place_workspace_explain(PlaceContext *c, const PlaceCreateRequest *req,
+                            PlaceDecision *ret, PlaceCandidate **ret_candidates,
+                            size_t *ret_n_candidates, PlacePoolConfig *ret_config);
+
+typedef enum PlaceRemoveFlags {
+    PLACE_REMOVE_DESTROY = 1U << 0, /* delete the data and the record */
+} PlaceRemoveFlags;
+
+/*
+ * Removes a workspace. Without PLACE_REMOVE_DESTROY the data and the record
+ * stay (active = false): the workspace no longer counts towards its
+ * volume's bound, and re-creating the id with reclaim brings it back to
+ * the same volume. With it, the directory tree is deleted without following
+ * symlinks or crossing into other mounts, then the record is dropped. The
+ * caller stops the workspace's daemon first.
+ * Returns: -ENOENT (no such workspace), -EBUSY (its volume is not
+ * mounted), -EXDEV (a mount inside the workspace), -errno, 0.
+ */
+int place_workspace_remove(PlaceContext *c, const char *id, unsigned flags, PlaceError *error);
+
+/* The record of a workspace (active or kept), or NULL. */
+WorkspaceRecord *place_workspace_get(const StateRecord *s, const char *id);
+
+/*
+ * Workspaces sorted by id; only active ones unless include_inactive, only
+ * those on `volume` if not NULL. *ret is an array of borrowed pointers
+ * (free() it). Returns: -ENOMEM, 0.
+ */
+int place_workspace_list(const StateRecord *s, const char *volume, bool include_inactive,
+                         WorkspaceRecord ***ret, size_t *ret_n);
+
+typedef enum PlaceReconcileKind {
+    PLACE_RECONCILE_ADOPTED,     /* directory without record: recorded as kept data */
+    PLACE_RECONCILE_MISSING,     /* record without directory (drift) */
+    PLACE_RECONCILE_CONFLICT,    /* directory on another volume than its record */
+    PLACE_RECONCILE_IGNORED,     /* entry in workspaces/ that is not a workspace id */
+    PLACE_RECONCILE_UNAVAILABLE, /* volume not scanned: not mounted */
+    _PLACE_RECONCILE_KIND_MAX,
+    _PLACE_RECONCILE_KIND_INVALID = -EINVAL,
+} PlaceReconcileKind;
+
+const char *place_reconcile_kind_to_string(PlaceReconcileKind k);
+PlaceReconcileKind place_reconcile_kind_from_string(const char *s);
+
+typedef struct PlaceReconcileItem {
+    PlaceReconcileKind kind;
+    char *volume;
+    char *name;      /* workspace id or directory entry; NULL for UNAVAILABLE */
+    char *path;
+} PlaceReconcileItem;
+
+typedef struct PlaceReconcileReport {
+    PlaceReconcileItem *items;
+    size_t n_items;
+    size_t n_adopted;
+    bool changed;    /* the record was changed (and saved) */
+} PlaceReconcileReport;
+
+void place_reconcile_report_done(PlaceReconcileReport *r);
+
+/*
+ * Compares every mounted state volume's workspaces/ directory with the
+ * record. Directories without a record (a create interrupted before it
+ * was recorded, a restored record) are adopted as kept data (active =
+ * false), so they are never lost track of and never counted towards a
+ * bound twice; nothing is deleted. Idempotent. Saves when it changed the
+ * record.
+ * Returns: <0 on error (*ret untouched), 0 with *ret filled.
+ */
+int place_reconcile(PlaceContext *c, PlaceReconcileReport *ret);
+
+/* Tests only: called at named points of place_workspace_create() (e.g.
+ * "after-mkdir", between creating the directory and recording it active)
+ * so a test can kill the process there. NULL in production. */
+extern void (*place_test_hook)(const char *point);

@@ -1,0 +1,502 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+/*
+ * Workspace create / remove / list / get on the state pool.
+ *
+ * Crash safety of create (docs/placement.md): the record learns about a
+ * workspace before its directory exists, and only calls it active after
+ * the directory is complete:
+ *
+ *   1. record the workspace as kept data (active = false), save
+ *   2. mkdir <volume>/workspaces/<id>, chown, chmod
+ *   3. mark it active, save
+ *
+ * A crash after 1 leaves an inactive entry (no directory, or an empty one
+ * after 2): it counts towards no bound, the id stays reserved, and
+ * reclaiming it (or destroying it) finishes the job. A crash after 3 is a
+ * complete workspace. A directory never exists without a record except
+ * when something outside this code made it; place_reconcile() adopts those.
+ */
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <grp.h>
+#include <pwd.h>
+#include <stdio.h>
+#include <sys/stat.h>
+#include <time.h>
+
+#include "place-id.h"
+#include "place-internal.h"
+#include "util.h"
+
+void (*place_test_hook)(const char *point) = NULL;
+
+static void test_point(const char *point) {
+    if (place_test_hook)
+        place_test_hook(point);
+}
+
+static int parse_id_number(const char *s, unsigned long *ret) {
+    char *end;
+    if (isempty(s) || s[0] < '0' || s[0] > '9')
+        return -EINVAL;
+    errno = 0;
+    unsigned long v = strtoul(s, &end, 10);
+    if (errno != 0 || *end || v >= (unsigned long) (uid_t) -1)
+        return -EINVAL;
+    *ret = v;
+    return 0;
+}
+
+/* The workspace user and group: names or numbers; group defaults to the
+ * user's primary group. */
+static int resolve_owner(const WorkspaceConfig *wc, uid_t *ret_uid, gid_t *ret_gid, PlaceError *error) {
+    const char *user = wc->user ?: "root";
+    char buf[16384];
+    struct passwd pw, *pwp = NULL;
+    struct group gr, *grp = NULL;
+    unsigned long num;
+    uid_t uid;
+    gid_t gid;
+
+    int r = getpwnam_r(user, &pw, buf, sizeof(buf), &pwp);
+    if (r == 0 && pwp) {
+        uid = pwp->pw_uid;
+        gid = pwp->pw_gid;
+    } else if (parse_id_number(user, &num) >= 0) {
+        uid = (uid_t) num;
+        gid = (gid_t) num;
+    } else
+        return place_fail(error, -ESRCH, PLACE_REASON_NONE,
+                          "workspace user '%s' (workspace.user) does not exist", user);
+
+    if (wc->group) {
+        r = getgrnam_r(wc->group, &gr, buf, sizeof(buf), &grp);
+        if (r == 0 && grp)
+            gid = grp->gr_gid;
+        else if (parse_id_number(wc->group, &num) >= 0)
+            gid = (gid_t) num;
+        else
+            return place_fail(error, -ESRCH, PLACE_REASON_NONE,
+                              "workspace group '%s' (workspace.group) does not exist", wc->group);
+    }
+    *ret_uid = uid;
+    *ret_gid = gid;
+    return 0;
+}
+
+static bool tenant_is_valid(const char *t) {
+    if (!t)
+        return true;
+    if (!*t || strlen(t) > LAYOUT_NAME_MAX)
+        return false;
+    for (size_t i = 0; t[i]; i++) {
+        char ch = t[i];
+        if (!((ch >= 'a' && ch <= 'z') || (ch >= '0' && ch <= '9') || (i > 0 && ch == '-')))
+            return false;
+    }
+    return true;
+}
+
+/* Checks that do not need the policy. Sets *ret_kept to the kept record
+ * being reclaimed, if any. */
+static int check_request(PlaceContext *c, const PlaceCreateRequest *req,
+                         WorkspaceRecord **ret_kept, PlaceError *error) {
+    int r = place_workspace_id_check(req->id);
+    if (r < 0)
+        return place_fail(error, r, PLACE_REASON_INVALID,
+                          "invalid workspace id '%s': it must match [a-z0-9][a-z0-9-]* and be at "
+                          "most %d characters", req->id ?: "", LAYOUT_WORKSPACE_ID_MAX);
+    if (!tenant_is_valid(req->tenant))
+        return place_fail(error, -EINVAL, PLACE_REASON_INVALID,
+                          "invalid tenant '%s': it must match [a-z0-9][a-z0-9-]* and be at most %d "
+                          "characters", req->tenant, LAYOUT_NAME_MAX);
+    if (req->quota != 0)
+        return place_fail(error, -EOPNOTSUPP, PLACE_REASON_INVALID,
+                          "per-workspace quotas are not supported in v1 (workspace '%s' asked for "
+                          "one); leave the quota out", req->id);
+    if (!layout_pool(c->layout, POOL_STATE))
+        return place_fail(error, -ENOENT, PLACE_REASON_INVALID,
+                          "the layout has no state pool (pools.state): workspaces cannot be placed");
+
+    WorkspaceRecord *w = state_record_find_workspace(c->record, req->id);
+    if (w && w->active)
+        return place_fail(error, -EEXIST, PLACE_REASON_NONE,
+                          "workspace '%s' already exists (on %s)", req->id, w->volume ?: "?");
+    if (w && !req->reclaim)
+        return place_fail(error, -EEXIST, PLACE_REASON_NONE,
+                          "workspace '%s' was removed with its data kept on %s; ask to reclaim it "
+                          "to get that data back, or remove it with its data destroyed first",
+                          req->id, w->volume ?: "?");
+    if (w && !streq(w->tenant ?: "", req->tenant ?: ""))
+        return place_fail(error, -EACCES, PLACE_REASON_TENANT,
+                          "workspace '%s' has kept data of tenant '%s'; tenant '%s' cannot reclaim it",
+                          req->id, w->tenant ?: "", req->tenant ?: "");
+    *ret_kept = w;
+    return 0;
+}
+
+int place_workspace_explain(PlaceContext *c, const PlaceCreateRequest *req,
+                            PlaceDecision *ret, PlaceCandidate **ret_candidates,
+                            size_t *ret_n_candidates, PlacePoolConfig *ret_config) {
+    if (!c || !c->layout || !c->record || !req || !ret)
+        return -EINVAL;
+    const Pool *pool = layout_pool(c->layout, POOL_STATE);
+    if (!pool)
+        return -ENOENT;
+
+    PlacePoolConfig cfg;
+    place_pool_config_from_pool(pool, &cfg);
+    WorkspaceRecord *kept = state_record_find_workspace(c->record, req->id);
+    PlaceRequest preq = {
+        .id = req->id,
+        .tenant = req->tenant,
+        .quota = req->quota,
+        .sticky_volume = kept && !kept->active && req->reclaim ? kept->volume : NULL,
+    };
+    _cleanup_free_ PlaceCandidate *cands = NULL;
+    size_t n = 0;
+    int r = place_state_candidates(c, &cands, &n);
+    if (r < 0)
+        return r;
+    r = place_policy_decide(cands, n, &preq, &cfg, ret);
+    if (r < 0)
+        return r;
+    if (ret_candidates)
+        *ret_candidates = TAKE_PTR(cands);
+    if (ret_n_candidates)
+        *ret_n_candidates = n;
+    if (ret_config)
+        *ret_config = cfg;
+    return 0;
+}
+
+/* Carves the volume the decision asks for and checks it is usable. */
+static int carve_volume(PlaceContext *c, unsigned index, VolumeRecord **ret, PlaceError *error) {
+    _cleanup_free_ char *name = NULL;
+    if (!c->carve)
+        return place_fail(error, -ENOSPC, PLACE_REASON_POOL_FULL,
+                          "every volume of pool 'state' is at its bound and a new volume (state-%u) "
+                          "is needed, but carving is not available here", index);
+    int r = c->carve(c->carve_userdata, POOL_STATE, index, &name);
+    if (r < 0)
+        return place_fail(error, r, PLACE_REASON_NONE,
+                          "carving volume state-%u failed: %s", index, strerror(-r));
+    VolumeRecord *v = state_record_find_volume(c->record, name);
+    if (!v || v->role != POOL_STATE)
+        return place_fail(error, -EIO, PLACE_REASON_NONE,
+                          "carving volume state-%u reported '%s', which the record does not hold "
+                          "as a state volume", index, name ?: "");
+    PlaceVolumeObservation o = {};
+    r = place_observe(c, v, &o);
+    if (r < 0)
+        return place_fail(error, r, PLACE_REASON_NONE, "observing new volume %s failed: %s",
+                          v->name, strerror(-r));
+    if (o.flags != 0)
+        return place_fail(error, -EIO, PLACE_REASON_UNAVAILABLE,
+                          "new volume %s is not usable after carving (%s)", v->name,
+                          (o.flags & PLACE_VOLUME_UNAVAILABLE) ? "not mounted" :
+                          (o.flags & PLACE_VOLUME_READ_ONLY) ? "read-only" : "degraded");
+    *ret = v;
+    return 0;
+}
+
+/* An existing mount point for the id that is not an empty directory
+ * belongs to someone else. An empty directory is what a destroyed
+ * workspace leaves behind and holds nothing. */
+static int check_mountpoint_free(const char *path) {
+    struct stat st;
+    if (lstat(path, &st) < 0)
+        return errno == ENOENT ? 0 : -errno;
+    if (!S_ISDIR(st.st_mode))
+        return -EEXIST;
+    _cleanup_close_ int fd = open(path, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+    if (fd < 0)
+        return -errno;
+    DIR *d = fdopendir(fd);
+    if (!d)
+        return -errno;
+    TAKE_FD(fd);
+    int r = 0;
+    struct dirent *de;
+    while ((de = readdir(d)))
+        if (!streq(de->d_name, ".") && !streq(de->d_name, "..")) {
+            r = -EEXIST;
+            break;
+        }
+    closedir(d);
+    return r;
+}
+
+/* Makes the state directory (or, when reclaiming, makes sure it is there)
+ * with the owner and mode the layout asks for. */
+static int make_state_dir(const char *mount, const char *id, bool may_exist, uid_t uid, gid_t gid,
+                          mode_t mode, bool *ret_created) {
+    _cleanup_close_ int wfd = -EBADF, fd = -EBADF;
+    bool created = true;
+
+    int r = place_open_workspaces_dir(mount, true, &wfd);
+    if (r < 0)
+        return r;
+    if (mkdirat(wfd, id, 0700) < 0) {
+        if (errno != EEXIST || !may_exist)
+            return -errno;
+        created = false;
+    }
+    fd = openat(wfd, id, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+    if (fd < 0)
+        return -errno;
+    /* chown before chmod: chown clears set-id bits. mkdir's mode was
+     * narrowed by the umask, so the mode is set explicitly. */
+    if (fchown(fd, uid, gid) < 0 || fchmod(fd, mode & 07777) < 0) {
+        r = -errno;
+        if (created)
+            (void) unlinkat(wfd, id, AT_REMOVEDIR);
+        return r;
+    }
+    *ret_created = created;
+    return 0;
+}
+
+int place_workspace_create(PlaceContext *c, const PlaceCreateRequest *req,
+                           WorkspaceRecord **ret, PlaceError *error) {
+    WorkspaceRecord *kept = NULL;
+    int r;
+
+    if (!c || !c->layout || !c->record || !req)
+        return -EINVAL;
+    r = check_request(c, req, &kept, error);
+    if (r < 0)
+        return r;
+
+    uid_t uid;
+    gid_t gid;
+    r = resolve_owner(&c->layout->workspace, &uid, &gid, error);
+    if (r < 0)
+        return r;
+
+    _cleanup_(place_decision_done) PlaceDecision d = {};
+    _cleanup_free_ PlaceCandidate *cands = NULL;
+    size_t n = 0;
+    r = place_workspace_explain(c, req, &d, &cands, &n, NULL);
+    if (r < 0)
+        return place_fail(error, r, PLACE_REASON_NONE, "placing workspace '%s' failed: %s",
+                          req->id, strerror(-r));
+
+    VolumeRecord *v = NULL;
+    switch (d.action) {
+    case PLACE_ACTION_REFUSE:
+        return place_fail(error, place_reason_to_errno(d.reason), d.reason, "%s", d.explanation);
+    case PLACE_ACTION_USE:
+        v = state_record_find_volume(c->record, cands[d.candidate].name);
+        if (!v)
+            return -EIO;
+        break;
+    case PLACE_ACTION_CARVE:
+        r = carve_volume(c, d.carve_index, &v, error);
+        if (r < 0)
+            return r;
+        break;
+    default:
+        return -EINVAL;
+    }
+
+    _cleanup_free_ char *mount = NULL, *state_dir = NULL, *mountpoint = NULL;
+    r = layout_mount_path(c->layout, v->name, &mount);
+    if (r < 0)
+        return r;
+    if (asprintf(&state_dir, "%s/workspaces/%s", mount, req->id) < 0)
+        return -ENOMEM;
+    const char *mroot = c->layout->workspace.mount_root;
+    if (mroot && asprintf(&mountpoint, "%s/%s", mroot, req->id) < 0)
+        return -ENOMEM;
+
+    bool is_new = !kept;
+    if (is_new) {
+        struct stat st;
+        if (lstat(state_dir, &st) >= 0)
+            return place_fail(error, -EEXIST, PLACE_REASON_NONE,
+                              "%s already exists but the record has no workspace '%s'; run a "
+                              "reconcile (it is adopted as kept data) and reclaim it, or remove it",
+                              state_dir, req->id);
+        if (errno != ENOENT)
+            return place_fail(error, -errno, PLACE_REASON_NONE, "cannot check %s: %m", state_dir);
+        if (mountpoint) {
+            r = check_mountpoint_free(mountpoint);
+            if (r < 0)
+                return place_fail(error, r, PLACE_REASON_NONE,
+                                  "mount point %s already exists and is not an empty directory; "
+                                  "choose another id or remove it", mountpoint);
+        }
+
+        /* Step 1: the intent. */
+        WorkspaceRecord w = {
+            .id = (char *) req->id,
+            .tenant = (char *) req->tenant,
+            .labels = req->labels,
+            .volume = v->name,
+            .state_dir = state_dir,
+            .mountpoint = mountpoint,
+            .active = false,
+            .created_at = now_usec(CLOCK_REALTIME),
+        };
+        r = state_record_add_workspace(c->record, &w, &kept);
+        if (r < 0)
+            return r;
+        r = place_save(c);
+        if (r < 0) {
+            (void) state_record_remove_workspace(c->record, req->id);
+            return place_fail(error, r, PLACE_REASON_NONE, "saving the record failed: %s",
+                              strerror(-r));
+        }
+        test_point("after-intent");
+    } else if (req->labels) {
+        _cleanup_strv_free_ char **l = NULL;
+        r = strv_copy((const char *const *) req->labels, &l);
+        if (r < 0)
+            return r;
+        strv_free(kept->labels);
+        kept->labels = TAKE_PTR(l);
+    }
+    /* A reclaim (also of an interrupted create) may find its directory
+     * there or not. */
+
+    /* Step 2: the directory. */
+    bool created = false;
+    r = make_state_dir(mount, req->id, !is_new, uid, gid, c->layout->workspace.dir_mode ?: 0750,
+                       &created);
+    if (r < 0) {
+        int e = r;
+        if (is_new) {
+            (void) state_record_remove_workspace(c->record, req->id);
+            (void) place_save(c);
+        }
+        return place_fail(error, e, PLACE_REASON_NONE, "creating %s failed: %s", state_dir,
+                          strerror(-e));
+    }
+    test_point("after-mkdir");
+
+    /* Step 3: active. */
+    kept->active = true;
+    if (!streq_ptr(kept->state_dir, state_dir)) {
+        char *t = strdup(state_dir);
+        if (!t)
+            return -ENOMEM;
+        free(kept->state_dir);
+        kept->state_dir = t;
+    }
+    r = place_save(c);
+    if (r < 0) {
+        int e = r;
+        kept->active = false;
+        if (is_new) {
+            /* Undo fully if we can; if this save fails too, the saved
+             * intent (inactive, directory present) is still consistent. */
+            if (created) {
+                _cleanup_close_ int wfd = -EBADF;
+                if (place_open_workspaces_dir(mount, false, &wfd) >= 0)
+                    (void) unlinkat(wfd, req->id, AT_REMOVEDIR);
+            }
+            (void) state_record_remove_workspace(c->record, req->id);
+            (void) place_save(c);
+        }
+        return place_fail(error, e, PLACE_REASON_NONE, "saving the record failed: %s",
+                          strerror(-e));
+    }
+    if (ret)
+        *ret = state_record_find_workspace(c->record, req->id);
+    return 0;
+}
+
+int place_workspace_remove(PlaceContext *c, const char *id, unsigned flags, PlaceError *error) {
+    if (!c || !c->layout || !c->record || !id)
+        return -EINVAL;
+    WorkspaceRecord *w = state_record_find_workspace(c->record, id);
+    if (!w)
+        return place_fail(error, -ENOENT, PLACE_REASON_NONE, "no workspace '%s'", id);
+
+    bool was_active = w->active;
+    w->active = false;
+    w->daemon.pid = 0;
+    int r = place_save(c);
+    if (r < 0) {
+        w->active = was_active;
+        return place_fail(error, r, PLACE_REASON_NONE, "saving the record failed: %s", strerror(-r));
+    }
+    if (!(flags & PLACE_REMOVE_DESTROY))
+        return 0;
+
+    /* Destroy: the record already says "inactive", so a crash half-way
+     * through the deletion leaves kept (partial) data that a second
+     * destroy finishes, never an active workspace with missing files. */
+    VolumeRecord *v = w->volume ? state_record_find_volume(c->record, w->volume) : NULL;
+    if (v) {
+        PlaceVolumeObservation o = {};
+        r = place_observe(c, v, &o);
+        if (r < 0)
+            return place_fail(error, r, PLACE_REASON_NONE, "observing %s failed: %s", v->name,
+                              strerror(-r));
+        if (o.flags & PLACE_VOLUME_UNAVAILABLE)
+            return place_fail(error, -EBUSY, PLACE_REASON_UNAVAILABLE,
+                              "volume %s of workspace '%s' is not mounted: its data cannot be "
+                              "destroyed now (the record is kept)", v->name, id);
+        _cleanup_free_ char *mount = NULL;
+        r = layout_mount_path(c->layout, v->name, &mount);
+        if (r < 0)
+            return r;
+        _cleanup_close_ int wfd = -EBADF;
+        r = place_open_workspaces_dir(mount, false, &wfd);
+        if (r < 0 && r != -ENOENT)
+            return place_fail(error, r, PLACE_REASON_NONE, "opening %s/workspaces failed: %s",
+                              mount, strerror(-r));
+        if (r >= 0) {
+            r = place_rmtree_at(wfd, id);
+            if (r < 0)
+                return place_fail(error, r, PLACE_REASON_NONE,
+                                  "deleting %s/workspaces/%s failed: %s%s", mount, id, strerror(-r),
+                                  r == -EXDEV ? " (something is mounted inside it; unmount it first)" : "");
+        }
+    }
+    /* A workspace whose volume the record lost has no data we can reach;
+     * dropping the record is all a destroy can do. */
+    r = state_record_remove_workspace(c->record, id);
+    if (r < 0)
+        return r;
+    r = place_save(c);
+    if (r < 0)
+        return place_fail(error, r, PLACE_REASON_NONE,
+                          "the data of '%s' is deleted but saving the record failed: %s", id,
+                          strerror(-r));
+    return 0;
+}
+
+WorkspaceRecord *place_workspace_get(const StateRecord *s, const char *id) {
+    return state_record_find_workspace(s, id);
+}
+
+static int workspace_ptr_compare(const void *a, const void *b) {
+    const WorkspaceRecord *x = *(WorkspaceRecord *const *) a, *y = *(WorkspaceRecord *const *) b;
+    return strcmp(x->id ?: "", y->id ?: "");
+}
+
+int place_workspace_list(const StateRecord *s, const char *volume, bool include_inactive,
+                         WorkspaceRecord ***ret, size_t *ret_n) {
+    if (!s || !ret || !ret_n)
+        return -EINVAL;
+    WorkspaceRecord **l = calloc(s->n_workspaces ?: 1, sizeof(WorkspaceRecord *));
+    if (!l)
+        return -ENOMEM;
+    size_t n = 0;
+    for (size_t i = 0; i < s->n_workspaces; i++) {
+        WorkspaceRecord *w = s->workspaces[i];
+        if (!include_inactive && !w->active)
+            continue;
+        if (volume && !streq_ptr(w->volume, volume))
+            continue;
+        l[n++] = w;
+    }
+    qsort(l, n, sizeof(WorkspaceRecord *), workspace_ptr_compare);
+    *ret = l;
+    *ret_n = n;
+    return 0;
+}
