@@ -1,0 +1,189 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+/* Request bodies: strict JSON parsing and validation of POST /v1/workspaces. */
+
+#include <stdio.h>
+
+#include "api-route.h"
+
+/* Bodies are small flat objects; a deep document is an attack, not a request. */
+#define API_JSON_DEPTH 8
+
+int api_json_parse(const char *body, size_t len, json_object **ret, ApiError *err) {
+    if (!body || len == 0)
+        return api_error_set(err, -EINVAL, 400, "invalid_json", "Empty request body, expected a JSON object");
+    if (len > INT32_MAX)
+        return api_error_set(err, -EINVAL, 400, "invalid_json", "Request body too large");
+
+    json_tokener *tok = json_tokener_new_ex(API_JSON_DEPTH);
+    if (!tok)
+        return -ENOMEM;
+    /* Strict: no comments, no single quotes, no trailing commas. */
+    json_tokener_set_flags(tok, JSON_TOKENER_STRICT);
+    json_object *o = json_tokener_parse_ex(tok, body, (int) len);
+    enum json_tokener_error e = json_tokener_get_error(tok);
+    size_t used = json_tokener_get_parse_end(tok);
+    json_tokener_free(tok);
+
+    if (!o) {
+        if (e == json_tokener_continue)
+            return api_error_set(err, -EINVAL, 400, "invalid_json", "Invalid JSON: unexpected end of input");
+        return api_error_set(err, -EINVAL, 400, "invalid_json", "Invalid JSON at byte %zu: %s",
+                             used, json_tokener_error_desc(e));
+    }
+    /* Only whitespace may follow the document. */
+    for (size_t i = used; i < len; i++)
+        if (!strchr(" \t\r\n", body[i])) {
+            json_object_put(o);
+            return api_error_set(err, -EINVAL, 400, "invalid_json", "Invalid JSON: trailing data at byte %zu", i);
+        }
+    *ret = o;
+    return 0;
+}
+
+bool api_label_key_is_valid(const char *k) {
+    /* Prometheus-label-like keys, plus '.', '-' and '/' as in
+     * Kubernetes label keys ("team", "app.kubernetes.io/name"). */
+    if (isempty(k) || strlen(k) > API_LABEL_KEY_MAX)
+        return false;
+    for (const char *p = k; *p; p++)
+        if (!((*p >= 'a' && *p <= 'z') || (*p >= 'A' && *p <= 'Z') || (*p >= '0' && *p <= '9') ||
+              strchr("_.-/", *p)))
+            return false;
+    return true;
+}
+
+bool api_label_value_is_valid(const char *v) {
+    if (!v || strlen(v) > API_LABEL_VALUE_MAX)
+        return false;
+    /* No control characters: values end up in tables and in logs. */
+    for (const unsigned char *p = (const unsigned char *) v; *p; p++)
+        if (*p < 0x20 || *p == 0x7f)
+            return false;
+    return true;
+}
+
+void api_workspace_request_done(ApiWorkspaceRequest *r) {
+    if (!r)
+        return;
+    free(r->id);
+    free(r->tenant);
+    json_object_put(r->labels);
+    *r = (ApiWorkspaceRequest) {};
+}
+
+static int parse_quota(json_object *v, uint64_t *ret, ApiError *err) {
+    switch (json_object_get_type(v)) {
+    case json_type_null:
+        *ret = 0;
+        return 0;
+    case json_type_int: {
+        /* json-c keeps integers as int64 or uint64; reject negatives. */
+        errno = 0;
+        int64_t i = json_object_get_int64(v);
+        if (i < 0)
+            return api_error_set(err, -EINVAL, 400, "bad_request", "\"quota\" must not be negative");
+        *ret = json_object_get_uint64(v);
+        return 0;
+    }
+    case json_type_string: {
+        uint64_t q;
+        if (layout_parse_size(json_object_get_string(v), &q) < 0)
+            return api_error_set(err, -EINVAL, 400, "bad_request",
+                                 "\"quota\" must be bytes or a size such as \"10G\"");
+        *ret = q;
+        return 0;
+    }
+    default:
+        return api_error_set(err, -EINVAL, 400, "bad_request",
+                             "\"quota\" must be an integer (bytes) or a size string");
+    }
+}
+
+int api_workspace_request_parse(const char *body, size_t len, ApiWorkspaceRequest *ret, ApiError *err) {
+    json_object *root = NULL;
+    int r = api_json_parse(body, len, &root, err);
+    if (r < 0)
+        return r;
+
+    ApiWorkspaceRequest req = {};
+    if (!json_object_is_type(root, json_type_object)) {
+        r = api_error_set(err, -EINVAL, 400, "bad_request", "The body must be a JSON object");
+        goto fail;
+    }
+
+    json_object_object_foreach(root, key, val) {
+        if (streq(key, "id")) {
+            const char *s = json_object_is_type(val, json_type_string) ? json_object_get_string(val) : NULL;
+            if (!s || !layout_name_is_valid(s, API_ID_MAX)) {
+                r = api_error_set(err, -EINVAL, 400, "bad_request",
+                                  "\"id\" must be a string of [a-z0-9][a-z0-9-]*, at most %d characters", API_ID_MAX);
+                goto fail;
+            }
+            free(req.id);
+            if (!(req.id = strdup(s))) {
+                r = -ENOMEM;
+                goto fail;
+            }
+        } else if (streq(key, "tenant")) {
+            if (json_object_is_type(val, json_type_null))
+                continue;
+            const char *s = json_object_is_type(val, json_type_string) ? json_object_get_string(val) : NULL;
+            if (!s || !layout_name_is_valid(s, LAYOUT_NAME_MAX)) {
+                r = api_error_set(err, -EINVAL, 400, "bad_request",
+                                  "\"tenant\" must be a string of [a-z0-9][a-z0-9-]*, at most %d characters", LAYOUT_NAME_MAX);
+                goto fail;
+            }
+            free(req.tenant);
+            if (!(req.tenant = strdup(s))) {
+                r = -ENOMEM;
+                goto fail;
+            }
+        } else if (streq(key, "quota")) {
+            r = parse_quota(val, &req.quota, err);
+            if (r < 0)
+                goto fail;
+        } else if (streq(key, "labels")) {
+            if (json_object_is_type(val, json_type_null))
+                continue;
+            if (!json_object_is_type(val, json_type_object)) {
+                r = api_error_set(err, -EINVAL, 400, "bad_request", "\"labels\" must be an object of strings");
+                goto fail;
+            }
+            if (json_object_object_length(val) > API_LABELS_MAX) {
+                r = api_error_set(err, -EINVAL, 400, "bad_request", "At most %d labels", API_LABELS_MAX);
+                goto fail;
+            }
+            json_object_object_foreach(val, lk, lv) {
+                if (!api_label_key_is_valid(lk)) {
+                    r = api_error_set(err, -EINVAL, 400, "bad_request",
+                                      "Invalid label key (use [A-Za-z0-9_.-/], at most %d characters)", API_LABEL_KEY_MAX);
+                    goto fail;
+                }
+                if (!json_object_is_type(lv, json_type_string) || !api_label_value_is_valid(json_object_get_string(lv))) {
+                    r = api_error_set(err, -EINVAL, 400, "bad_request",
+                                      "Label values must be strings without control characters, at most %d characters",
+                                      API_LABEL_VALUE_MAX);
+                    goto fail;
+                }
+            }
+            json_object_put(req.labels);
+            req.labels = json_object_get(val);
+        } else {
+            r = api_error_set(err, -EINVAL, 400, "bad_request",
+                              "Unknown field \"%.64s\" (known: id, tenant, quota, labels)", key);
+            goto fail;
+        }
+    }
+    if (!req.id) {
+        r = api_error_set(err, -EINVAL, 400, "bad_request", "\"id\" is required");
+        goto fail;
+    }
+    json_object_put(root);
+    *ret = req;
+    return 0;
+
+fail:
+    api_workspace_request_done(&req);
+    json_object_put(root);
+    return r;
+}

@@ -1,0 +1,79 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+/* The listening Unix socket: stale-socket removal, bind, mode, group. */
+
+#include <grp.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/un.h>
+
+#include "api.h"
+
+static int lookup_group(const char *name, gid_t *ret) {
+    char buf[4096];
+    struct group grp, *result = NULL;
+    int r = getgrnam_r(name, &grp, buf, sizeof(buf), &result);
+    if (r != 0)
+        return -r;
+    if (!result)
+        return -ENOENT;
+    *ret = result->gr_gid;
+    return 0;
+}
+
+int api_socket_open(const char *path, const char *group, mode_t mode, int *ret_fd, gid_t *ret_gid) {
+    struct sockaddr_un sa = { .sun_family = AF_UNIX };
+    struct stat st;
+    int r;
+
+    if (isempty(path) || path[0] != '/' || !ret_fd)
+        return -EINVAL;
+    if (strlen(path) >= sizeof(sa.sun_path))
+        return -ENAMETOOLONG;
+    strcpy(sa.sun_path, path);
+
+    /* A socket left by a crashed agent blocks bind(); remove it, but never
+     * anything else an operator may have put there. */
+    if (lstat(path, &st) == 0) {
+        if (!S_ISSOCK(st.st_mode))
+            return -EEXIST;
+        if (unlink(path) < 0 && errno != ENOENT)
+            return negative_errno();
+    } else if (errno != ENOENT)
+        return negative_errno();
+
+    _cleanup_close_ int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
+    if (fd < 0)
+        return negative_errno();
+
+    /* Bind under a restrictive umask so that no one can connect in the
+     * window before chmod/chown below narrow or widen it on purpose. */
+    mode_t old = umask(0177);
+    r = bind(fd, (struct sockaddr *) &sa, sizeof(sa));
+    umask(old);
+    if (r < 0)
+        return negative_errno();
+
+    gid_t gid = GID_INVALID;
+    if (group && lookup_group(group, &gid) == 0) {
+        if (chown(path, 0, gid) < 0) {
+            r = negative_errno();
+            goto fail;
+        }
+    }
+    if (chmod(path, mode) < 0) {
+        r = negative_errno();
+        goto fail;
+    }
+    if (listen(fd, SOMAXCONN) < 0) {
+        r = negative_errno();
+        goto fail;
+    }
+    if (ret_gid)
+        *ret_gid = gid;
+    *ret_fd = TAKE_FD(fd);
+    return 0;
+
+fail:
+    (void) unlink(path);
+    return r;
+}

@@ -1,0 +1,158 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+#pragma once
+
+/*
+ * The status API: HTTP/1.1 + JSON on a Unix socket (/run/layoutd/api.sock),
+ * so that `curl --unix-socket` is a client. docs/api.md is the reference
+ * for routes, fields, errors, the access rule and the limits.
+ *
+ * Shape:
+ *   - api_socket_open() makes the listening socket (mode, group).
+ *   - api_new() runs libmicrohttpd on it WITHOUT threads: MHD is in epoll
+ *     mode and its epoll fd is an io source on the caller's sd-event loop,
+ *     with a timer from MHD_get_timeout(); every callback runs on the
+ *     agent's single thread.
+ *   - The API never touches devices or state itself: it calls the engine
+ *     through ApiOps, which the agent implements (tests use a fake engine,
+ *     tests/api/api-testserver.c). Ops run synchronously on the loop, so
+ *     they must be quick; slow work (mkfs, spawning) is started by the op
+ *     and reported through later GETs.
+ */
+
+#include <stdbool.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+#include <json-c/json.h>
+#include <systemd/sd-event.h>
+
+#include "api-route.h"
+#include "macro.h"
+#include "metrics.h"
+
+#define API_SOCKET_PATH_DEFAULT "/run/layoutd/api.sock"
+#define API_GROUP_DEFAULT "layoutd"
+#define GID_INVALID ((gid_t) -1)
+
+/*
+ * The engine, as the API sees it. Every op returns 0 or a negative errno;
+ * on failure it may fill *err (status + code + message); if it does not,
+ * the API derives them from the errno (api_error_from_errno()). The JSON
+ * an op returns through ret is owned by the caller (the API puts it).
+ * Documented response shapes (docs/api.md) are the contract for each op.
+ * An op left NULL answers 501 not_implemented.
+ */
+typedef struct ApiOps {
+    /* GET /v1/status */
+    int (*status)(void *userdata, json_object **ret, ApiError *err);
+    /* GET /v1/volumes: {"volumes": [...]} */
+    int (*list_volumes)(void *userdata, json_object **ret, ApiError *err);
+    /* GET /v1/volumes/{name}: -ENOENT -> 404 */
+    int (*get_volume)(void *userdata, const char *name, json_object **ret, ApiError *err);
+    /* GET /v1/workspaces: {"workspaces": [...]} */
+    int (*list_workspaces)(void *userdata, json_object **ret, ApiError *err);
+    /* GET /v1/workspaces/{id}: -ENOENT -> 404 */
+    int (*get_workspace)(void *userdata, const char *id, json_object **ret, ApiError *err);
+    /* POST /v1/workspaces: the request is validated already; *ret is the
+     * new workspace (with its placement), answered 201. -EEXIST -> 409,
+     * -ENOSPC -> 507 (pool full). */
+    int (*create_workspace)(void *userdata, const ApiWorkspaceRequest *req, json_object **ret, ApiError *err);
+    /* DELETE /v1/workspaces/{id}: keeps the data unless destroy_data. */
+    int (*delete_workspace)(void *userdata, const char *id, bool destroy_data, json_object **ret, ApiError *err);
+    /* POST /v1/workspaces/{id}/restart: restarts the FUSE daemon (202). */
+    int (*restart_workspace)(void *userdata, const char *id, json_object **ret, ApiError *err);
+    /* POST /v1/reload: re-reads the layout (an invalid layout is 400 and
+     * the old one stays). */
+    int (*reload)(void *userdata, json_object **ret, ApiError *err);
+    /* GET /v1/capacity */
+    int (*capacity)(void *userdata, json_object **ret, ApiError *err);
+    /* GET /metrics: writes the engine's families; the API appends its own
+     * (layoutd_api_*). */
+    int (*metrics)(void *userdata, MetricsWriter *w, ApiError *err);
+} ApiOps;
+
+/* Whether the agent takes changes. Reads are always served. */
+typedef enum ApiState {
+    API_STATE_STARTING,   /* mutating calls: 503 not_ready */
+    API_STATE_READY,
+    API_STATE_STOPPING,   /* mutating calls: 503 shutting_down */
+    _API_STATE_MAX,
+    _API_STATE_INVALID = -EINVAL,
+} ApiState;
+
+const char *api_state_to_string(ApiState s);
+ApiState api_state_from_string(const char *s);
+
+typedef struct ApiServerConfig {
+    size_t max_body;              /* bytes; larger bodies get 413. 0: 64 KiB */
+    size_t header_memory;         /* per-connection memory for the request
+                                     line and headers; 0: 32 KiB */
+    unsigned connection_limit;    /* 0: 4096 (clamped to RLIMIT_NOFILE) */
+    unsigned idle_timeout_sec;    /* idle connection closed after; 0: 30 */
+    unsigned request_timeout_sec; /* a whole request (headers + body +
+                                     response) must finish within this, from
+                                     the connection start or the end of the
+                                     previous request; stops slowloris
+                                     clients that send a byte now and then
+                                     (MHD's own timeout is an idle timeout,
+                                     reset by every byte). 0: 10 */
+    gid_t group;                  /* group whose members may POST/DELETE
+                                     (besides root); GID_INVALID: root only */
+    /* Optional: MHD's diagnostics and API events, for the agent's log.
+     * The API itself never prints. */
+    void (*log)(void *userdata, int priority, const char *message);
+    void *log_userdata;
+} ApiServerConfig;
+
+typedef struct Api Api;
+
+/*
+ * Opens the listening socket at path: removes a stale socket there (only
+ * if it is a socket: anything else is -EEXIST), binds, sets `mode` and
+ * owner root:<group>. When the group does not exist the socket keeps
+ * root's group and *ret_gid is GID_INVALID (the caller should say so);
+ * otherwise *ret_gid is the group's gid. group == NULL: no chown.
+ * The parent directory must exist.
+ * Returns: <0 on error, 0 on success with *ret_fd (O_CLOEXEC, listening).
+ */
+int api_socket_open(const char *path, const char *group, mode_t mode, int *ret_fd, gid_t *ret_gid);
+
+/*
+ * Starts serving on listen_fd (ownership passes to the Api, also on
+ * failure) from `event`. Raises RLIMIT_NOFILE's soft limit to the hard
+ * limit, and clamps the connection limit so that MHD never hits EMFILE.
+ * Returns: <0 on error, 0 on success with *ret.
+ */
+int api_new(sd_event *event, int listen_fd, const ApiServerConfig *config,
+            const ApiOps *ops, void *userdata, Api **ret);
+
+/* Stops serving: closes all connections and the socket. NULL ok; returns NULL. */
+Api *api_free(Api *api);
+DEFINE_TRIVIAL_CLEANUP_FUNC(Api *, api_free)
+
+void api_set_state(Api *api, ApiState state);
+ApiState api_get_state(const Api *api);
+
+/* The effective connection limit (after clamping to RLIMIT_NOFILE). */
+unsigned api_get_connection_limit(const Api *api);
+/* Connections currently open. */
+unsigned api_get_connections(const Api *api);
+
+/*
+ * The access decision for one peer (pure; docs/api.md "Access"): reads
+ * are allowed to anyone who could connect (the socket's file mode is the
+ * gate); mutating routes need uid 0, or `group` as the primary or a
+ * supplementary group of the peer.
+ */
+bool api_peer_may(uid_t uid, gid_t gid, const gid_t *groups, size_t n_groups,
+                  gid_t group, bool mutating);
+
+/*
+ * The credentials of the process on the other end of a connected Unix
+ * socket: SO_PEERCRED, and the supplementary groups from SO_PEERGROUPS
+ * (taken at connect time, so not racy), falling back to the Groups: line
+ * of /proc/<pid>/status on kernels without it. *ret_groups is malloc'ed.
+ * Returns: <0 on error, 0 on success.
+ */
+int api_peer_credentials(int fd, uid_t *ret_uid, gid_t *ret_gid, pid_t *ret_pid,
+                         gid_t **ret_groups, size_t *ret_n_groups);

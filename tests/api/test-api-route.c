@@ -1,0 +1,236 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+/* Unit tests: routing, the error model, request bodies. */
+
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <cmocka.h>
+
+#include "api.h"
+
+static int route(const char *method, const char *path, ApiRoute *r, ApiError *err, const char **allow) {
+    *err = (ApiError) {};
+    return api_route_parse(method, path, r, allow, err);
+}
+
+static void test_routes_ok(void **state) {
+    static const struct {
+        const char *method, *path;
+        ApiRouteId id;
+        const char *param;
+    } cases[] = {
+        { "GET", "/v1/status", API_ROUTE_STATUS, "" },
+        { "HEAD", "/v1/status", API_ROUTE_STATUS, "" },
+        { "GET", "/v1/status/", API_ROUTE_STATUS, "" },
+        { "GET", "/v1/status?pretty=1", API_ROUTE_STATUS, "" },
+        { "GET", "/v1/volumes", API_ROUTE_VOLUMES, "" },
+        { "GET", "/v1/volumes/state-0", API_ROUTE_VOLUME, "state-0" },
+        { "GET", "/v1/workspaces", API_ROUTE_WORKSPACES, "" },
+        { "POST", "/v1/workspaces", API_ROUTE_WORKSPACE_CREATE, "" },
+        { "GET", "/v1/workspaces/ws-1", API_ROUTE_WORKSPACE, "ws-1" },
+        { "DELETE", "/v1/workspaces/ws-1?destroy_data=true", API_ROUTE_WORKSPACE_DELETE, "ws-1" },
+        { "POST", "/v1/workspaces/ws-1/restart", API_ROUTE_WORKSPACE_RESTART, "ws-1" },
+        { "POST", "/v1/reload", API_ROUTE_RELOAD, "" },
+        { "GET", "/v1/capacity", API_ROUTE_CAPACITY, "" },
+        { "GET", "/metrics", API_ROUTE_METRICS, "" },
+    };
+    for (size_t i = 0; i < ELEMENTSOF(cases); i++) {
+        ApiRoute r;
+        ApiError err;
+        assert_int_equal(route(cases[i].method, cases[i].path, &r, &err, NULL), 0);
+        assert_int_equal(r.id, cases[i].id);
+        assert_string_equal(r.param, cases[i].param);
+    }
+}
+
+static void test_routes_not_found(void **state) {
+    static const char *const paths[] = {
+        "/", "", "v1/status", "/v1", "/v2/status", "/v1/statusx", "/v1//status", "//v1/status",
+        "/v1/volumes/a/b", "/v1/workspaces/a/stop", "/v1/workspaces/a/restart/x", "/metrics/x",
+        "/V1/status", "/v1/status//",
+    };
+    for (size_t i = 0; i < ELEMENTSOF(paths); i++) {
+        ApiRoute r;
+        ApiError err;
+        assert_int_equal(route("GET", paths[i], &r, &err, NULL), -ENOENT);
+        assert_int_equal(err.status, 404);
+        assert_string_equal(err.code, "not_found");
+    }
+    ApiRoute r;
+    ApiError err;
+    assert_int_equal(api_route_parse(NULL, "/v1/status", &r, NULL, &err), -ENOENT);
+    assert_int_equal(api_route_parse("GET", NULL, &r, NULL, &err), -ENOENT);
+}
+
+static void test_routes_method(void **state) {
+    ApiRoute r;
+    ApiError err;
+    const char *allow = NULL;
+    assert_int_equal(route("POST", "/v1/status", &r, &err, &allow), -EOPNOTSUPP);
+    assert_int_equal(err.status, 405);
+    assert_string_equal(allow, "GET, HEAD");
+    assert_int_equal(route("PUT", "/v1/workspaces", &r, &err, &allow), -EOPNOTSUPP);
+    assert_string_equal(allow, "GET, HEAD, POST");
+    assert_int_equal(route("GET", "/v1/reload", &r, &err, &allow), -EOPNOTSUPP);
+    assert_string_equal(allow, "POST");
+    assert_int_equal(route("DELETE", "/v1/workspaces", &r, &err, &allow), -EOPNOTSUPP);
+    assert_int_equal(route("get", "/v1/status", &r, &err, &allow), -EOPNOTSUPP); /* methods are case-sensitive */
+}
+
+static void test_routes_bad_param(void **state) {
+    ApiRoute r;
+    ApiError err;
+    assert_int_equal(route("GET", "/v1/workspaces/Bad", &r, &err, NULL), -EINVAL);
+    assert_int_equal(err.status, 400);
+    assert_int_equal(route("GET", "/v1/workspaces/-x", &r, &err, NULL), -EINVAL);
+    assert_int_equal(route("GET", "/v1/workspaces/a%2fb", &r, &err, NULL), -EINVAL);
+    assert_int_equal(route("GET", "/v1/workspaces/..", &r, &err, NULL), -EINVAL);
+    char longid[200];
+    memset(longid, 'a', sizeof(longid));
+    strcpy(longid, "/v1/workspaces/");
+    memset(longid + 15, 'a', 65);
+    longid[80] = 0;
+    assert_int_equal(route("GET", longid, &r, &err, NULL), -EINVAL); /* 65 chars */
+    longid[79] = 0;
+    assert_int_equal(route("GET", longid, &r, &err, NULL), 0); /* 64 chars */
+    assert_int_equal(strlen(r.param), 64);
+    /* volume names: at most LAYOUT_NAME_MAX */
+    assert_int_equal(route("GET", "/v1/volumes/aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa", &r, &err, NULL), -EINVAL);
+}
+
+static void test_route_strings(void **state) {
+    for (ApiRouteId i = 0; i < _API_ROUTE_MAX; i++) {
+        assert_non_null(api_route_id_to_string(i));
+        assert_int_equal(api_route_id_from_string(api_route_id_to_string(i)), i);
+    }
+    assert_null(api_route_id_to_string(_API_ROUTE_MAX));
+    assert_int_equal(api_route_id_from_string("nope"), _API_ROUTE_INVALID);
+    assert_true(api_route_id_is_mutating(API_ROUTE_RELOAD));
+    assert_true(api_route_id_is_mutating(API_ROUTE_WORKSPACE_DELETE));
+    assert_false(api_route_id_is_mutating(API_ROUTE_METRICS));
+    for (ApiState s = 0; s < _API_STATE_MAX; s++)
+        assert_int_equal(api_state_from_string(api_state_to_string(s)), s);
+}
+
+static void test_errors(void **state) {
+    ApiError e = {};
+    api_error_from_errno(&e, -ENOSPC);
+    assert_int_equal(e.status, 507);
+    e = (ApiError) {};
+    api_error_from_errno(&e, -EEXIST);
+    assert_int_equal(e.status, 409);
+    e = (ApiError) {};
+    api_error_from_errno(&e, -EBUSY);
+    assert_int_equal(e.status, 409);
+    e = (ApiError) {};
+    api_error_from_errno(&e, -EAGAIN);
+    assert_int_equal(e.status, 503);
+    e = (ApiError) {};
+    api_error_from_errno(&e, -EIO);
+    assert_int_equal(e.status, 500);
+    /* An explicit error wins over the errno mapping. */
+    assert_int_equal(api_error_set(&e, -ENOSPC, 507, "pool_full", "full %d", 3), -ENOSPC);
+    api_error_from_errno(&e, -ENOENT);
+    assert_int_equal(e.status, 507);
+    assert_string_equal(e.message, "full 3");
+
+    json_object *o = NULL;
+    assert_int_equal(api_error_to_json(&e, &o), 0);
+    json_object *inner, *code;
+    assert_true(json_object_object_get_ex(o, "error", &inner));
+    assert_true(json_object_object_get_ex(inner, "code", &code));
+    assert_string_equal(json_object_get_string(code), "pool_full");
+    json_object_put(o);
+}
+
+static int parse(const char *s, ApiWorkspaceRequest *r, ApiError *err) {
+    *err = (ApiError) {};
+    return api_workspace_request_parse(s, strlen(s), r, err);
+}
+
+static void test_body_ok(void **state) {
+    ApiWorkspaceRequest r;
+    ApiError err;
+    assert_int_equal(parse("{\"id\":\"ws-9\"}", &r, &err), 0);
+    assert_string_equal(r.id, "ws-9");
+    assert_null(r.tenant);
+    assert_int_equal(r.quota, 0);
+    assert_null(r.labels);
+    api_workspace_request_done(&r);
+
+    assert_int_equal(parse(" {\"id\":\"a\",\"tenant\":\"acme\",\"quota\":\"10G\",\"labels\":{\"team\":\"red\",\"app.x/y\":\"v v\"}}\n",
+                           &r, &err), 0);
+    assert_string_equal(r.tenant, "acme");
+    assert_int_equal(r.quota, 10 * GIB);
+    assert_int_equal(json_object_object_length(r.labels), 2);
+    api_workspace_request_done(&r);
+
+    assert_int_equal(parse("{\"id\":\"a\",\"quota\":1048576,\"tenant\":null,\"labels\":null}", &r, &err), 0);
+    assert_int_equal(r.quota, MIB);
+    api_workspace_request_done(&r);
+}
+
+static void test_body_bad(void **state) {
+    static const char *const bad_json[] = {
+        "", "{", "{\"id\":\"a\"", "{\"id\":\"a\"} x", "{\"id\":'a'}", "{\"id\":\"a\",}", "nul",
+        "[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]",
+    };
+    for (size_t i = 0; i < ELEMENTSOF(bad_json); i++) {
+        ApiWorkspaceRequest r;
+        ApiError err;
+        assert_int_equal(parse(bad_json[i], &r, &err), -EINVAL);
+        assert_int_equal(err.status, 400);
+        assert_string_equal(err.code, "invalid_json");
+    }
+    static const char *const bad_req[] = {
+        "[]", "\"x\"", "{}", "{\"id\":5}", "{\"id\":\"A\"}", "{\"id\":\"\"}", "{\"id\":\"a\",\"quota\":-1}",
+        "{\"id\":\"a\",\"quota\":\"lots\"}", "{\"id\":\"a\",\"quota\":1.5}", "{\"id\":\"a\",\"labels\":[]}",
+        "{\"id\":\"a\",\"labels\":{\"k\":1}}", "{\"id\":\"a\",\"labels\":{\"\":\"v\"}}",
+        "{\"id\":\"a\",\"labels\":{\"k=v\":\"v\"}}", "{\"id\":\"a\",\"labels\":{\"k\":\"a\\nb\"}}",
+        "{\"id\":\"a\",\"quotas\":1}", "{\"id\":\"a\",\"tenant\":\"Bad Tenant\"}",
+    };
+    for (size_t i = 0; i < ELEMENTSOF(bad_req); i++) {
+        ApiWorkspaceRequest r;
+        ApiError err;
+        assert_int_equal(parse(bad_req[i], &r, &err), -EINVAL);
+        assert_int_equal(err.status, 400);
+        assert_string_equal(err.code, "bad_request");
+    }
+}
+
+static void test_bool_and_peer(void **state) {
+    bool b;
+    assert_int_equal(api_parse_bool(NULL, &b), 0);
+    assert_false(b);
+    assert_int_equal(api_parse_bool("true", &b), 0);
+    assert_true(b);
+    assert_int_equal(api_parse_bool("0", &b), 0);
+    assert_false(b);
+    assert_int_equal(api_parse_bool("", &b), -EINVAL);
+    assert_int_equal(api_parse_bool("maybe", &b), -EINVAL);
+
+    gid_t sup[] = { 10, 20 };
+    assert_true(api_peer_may(1000, 1000, NULL, 0, 900, false));  /* reads: anyone connected */
+    assert_false(api_peer_may(1000, 1000, NULL, 0, 900, true));
+    assert_true(api_peer_may(0, 0, NULL, 0, GID_INVALID, true)); /* root always */
+    assert_true(api_peer_may(1000, 900, NULL, 0, 900, true));    /* primary group */
+    assert_true(api_peer_may(1000, 1000, sup, 2, 20, true));     /* supplementary group */
+    assert_false(api_peer_may(1000, 1000, sup, 2, 30, true));
+    assert_false(api_peer_may(1000, 1000, sup, 2, GID_INVALID, true)); /* no group: root only */
+}
+
+int main(void) {
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_routes_ok),
+        cmocka_unit_test(test_routes_not_found),
+        cmocka_unit_test(test_routes_method),
+        cmocka_unit_test(test_routes_bad_param),
+        cmocka_unit_test(test_route_strings),
+        cmocka_unit_test(test_errors),
+        cmocka_unit_test(test_body_ok),
+        cmocka_unit_test(test_body_bad),
+        cmocka_unit_test(test_bool_and_peer),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
