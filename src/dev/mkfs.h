@@ -21,6 +21,20 @@ int mkfs_build_argv(const char *fstype, const char *device, const char *label, c
                     char *const *extra_options, char ***ret_argv);
 
 /*
+ * Addition: as mkfs_build_argv, for storage the caller KNOWS reads as zeros
+ * everywhere (a sparse backing file it has just created, nothing else):
+ * ext4 gets -E nodiscard,assume_storage_prezeroed=1 (e2fsprogs >= 1.47.0)
+ * instead of zeroing inode tables and journal at mkfs time: no zeroing,
+ * no ext4lazyinit writes after mount, and the file stays sparse (measured
+ * in docs/volumes-devices.md). XFS needs no zeroing: same argv as
+ * mkfs_build_argv. Never use it on a reused file or a block device: old
+ * data would be read as inodes.
+ * Returns: as mkfs_build_argv.
+ */
+int mkfs_build_argv_prezeroed(const char *fstype, const char *device, const char *label, const char *uuid,
+                              char *const *extra_options, char ***ret_argv);
+
+/*
  * Runs a program as a child process (fork+exec, no shell, clean env,
  * stdout/stderr captured into *ret_output, bounded size) and waits for it.
  * argv[0] without a slash is searched in PATH=/usr/sbin:/usr/bin:/sbin:/bin.

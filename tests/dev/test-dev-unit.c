@@ -50,6 +50,20 @@ static void test_argv_ext4(void **state) {
     strv_free(argv);
 }
 
+static void test_argv_prezeroed(void **state) {
+    char **argv = NULL;
+    assert_int_equal(mkfs_build_argv_prezeroed("ext4", "/dev/loop3", "state-0", NULL, NULL, &argv), 0);
+    const char *const want[] = { "mkfs.ext4", "-q", "-E", "nodiscard,assume_storage_prezeroed=1",
+                                 "-L", "state-0", "/dev/loop3", NULL };
+    assert_argv(argv, want);
+    strv_free(argv);
+    assert_int_equal(mkfs_build_argv_prezeroed("xfs", "/dev/loop3", NULL, NULL, NULL, &argv), 0);
+    assert_argv(argv, (const char *const[]) { "mkfs.xfs", "-q", "-K", "/dev/loop3", NULL });
+    strv_free(argv);
+    char *f[] = { "-F", NULL };
+    assert_int_equal(mkfs_build_argv_prezeroed("ext4", "/dev/loop3", NULL, NULL, f, &argv), -EINVAL);
+}
+
 static void test_argv_xfs(void **state) {
     char **argv = NULL;
     assert_int_equal(mkfs_build_argv("xfs", "/dev/loop1", "content-0", "9a8b7c6d-5e4f-4a3b-9c2d-1e0f9a8b7c6d",
@@ -215,7 +229,7 @@ static void test_udev_override(void **state) {
 
 int main(void) {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_argv_ext4),       cmocka_unit_test(test_argv_xfs),
+        cmocka_unit_test(test_argv_ext4),       cmocka_unit_test(test_argv_xfs), cmocka_unit_test(test_argv_prezeroed),
         cmocka_unit_test(test_argv_never_force), cmocka_unit_test(test_argv_invalid),
         cmocka_unit_test(test_grow_argv),       cmocka_unit_test(test_parse_u64),
         cmocka_unit_test(test_run_program),     cmocka_unit_test(test_udev_override),
