@@ -186,7 +186,8 @@ int apply_result_to_text(const ApplyResult *r, char **ret) {
             if (s->message)
                 fprintf(f, "              %s\n", s->message);
         }
-        if (v->message && (v->outcome == APPLY_OUTCOME_FAILED || v->outcome == APPLY_OUTCOME_REFUSED))
+        /* A refusal that came from the plan is already shown as its step. */
+        if (v->message && (v->outcome == APPLY_OUTCOME_FAILED || (v->outcome == APPLY_OUTCOME_REFUSED && v->n_steps == 0)))
             fprintf(f, "    error: %s\n", v->message);
         for (char **n = v->notes; n && *n; n++)
             fprintf(f, "    note: %s\n", *n);

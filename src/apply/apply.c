@@ -138,6 +138,8 @@ static void volume_setup_done(VolumeSetup *s) {
 static void volume_setup_rollback(VolumeSetup *s) {
     ApplyVolumeResult *v = s->result;
     int r;
+    if (!s->undo_mount && !s->undo_loop && !s->undo_file && !s->undo_dir && !s->undo_record)
+        return; /* this run made nothing for the volume: nothing to undo */
     if (s->undo_mount) {
         r = mount_unmount(s->undo_mount, false, NULL);
         if (r < 0 && r != -ENOENT)
@@ -415,6 +417,15 @@ static int run_tool(char **argv, ApplyStepResult *sr) {
                                   WIFEXITED(status) ? WEXITSTATUS(status) : -1, isempty(t) ? "no output" : t);
         if (out && (strstr(out, "No space left") || strstr(out, "ENOSPC")))
             return -ENOSPC;
+        /* ext4 online resize needs CAP_SYS_RESOURCE (ext4_resize_begin);
+         * containers often drop it. Say so instead of "Permission denied". */
+        if (out && strstr(out, "Permission denied to resize")) {
+            apply_step_result_message(sr,
+                                      "%s: online ext4 resize was denied by the kernel (it needs CAP_SYS_RESOURCE, "
+                                      "which this process may lack): %s",
+                                      prog, t);
+            return -EPERM;
+        }
         return r;
     }
     if (r < 0)
@@ -753,9 +764,7 @@ static int apply_volume(const Layout *l, const Plan *plan, size_t from, size_t t
         if (!plan_step_kind_is_action(p->kind)) {
             if (p->blocks)
                 apply_volume_result_fail(v, APPLY_OUTCOME_REFUSED, 0, "%s", p->description);
-            else
-                apply_volume_result_note(v, "%s", p->description);
-            continue;
+            continue; /* a note: the step result carries it */
         }
         int k = run_step(&s, p, sr);
         if (k == -ENOMEM) {

@@ -445,16 +445,21 @@ static void plan_loop(Builder *b, const Pool *p, const VolumeRecord *rec, const 
         }
     }
 
-    if (v->file_size < want) {
+    /* rec->size moves only after the filesystem grew: a grow that failed
+     * half-way (file extended, fs not) is retried. */
+    uint64_t have = v->file_size;
+    if (rec->formatted && rec->size && rec->size < have)
+        have = rec->size;
+    if (have < want) {
         s = emit(b, v, PLAN_STEP_GROW, "grow %s from %s to %s online (extend %s, refresh the loop size, %s)", v->name,
-                 fmt_size(sz, v->file_size), fmt_size(sz2, want), v->backing_path,
+                 fmt_size(sz, have), fmt_size(sz2, want), v->backing_path,
                  streq(fs, "xfs") ? "xfs_growfs" : "resize2fs");
         if (s) {
             set_str(b, &s->path, v->backing_path);
             set_str(b, &s->mount_path, v->mount_path);
             set_str(b, &s->fs_type, fs);
             s->size = want;
-            s->old_size = v->file_size;
+            s->old_size = have;
         }
     }
 
