@@ -829,34 +829,55 @@ static const char *const workspace_keys[] = {
     "ready_timeout", "stop_timeout", "hang_timeout", "restart_on_hang", "workspaces", NULL,
 };
 
-static void check_placeholders(Parser *p, const LayoutNode *n, const char *arg) {
-    for (const char *c = arg; (c = strchr(c, '{'));) {
-        const char *e = strchr(c, '}');
+/* The same grammar as the expansion in src/supervise/argv.c: "{name}" is a
+ * placeholder, "{{" and "}}" are literal braces, a lone "}" is a typo.
+ * Returns false if the element has a problem (reported). */
+static bool check_placeholders(Parser *p, const LayoutNode *n, const char *arg, bool allowed) {
+    for (const char *c = arg; *c;) {
+        if ((c[0] == '{' && c[1] == '{') || (c[0] == '}' && c[1] == '}')) {
+            c += 2;
+            continue;
+        }
+        if (c[0] == '}') {
+            err(p, n, "command: stray '}' in '%s' (write '}}' for a literal brace)", arg);
+            return false;
+        }
+        if (c[0] != '{') {
+            c++;
+            continue;
+        }
+        const char *e = strchr(c + 1, '}');
         if (!e) {
-            err(p, n, "command: unterminated placeholder in '%s': expected {name}", arg);
-            return;
+            err(p, n, "command: unterminated placeholder in '%s': expected {name} (write '{{' for a literal "
+                "brace)", arg);
+            return false;
+        }
+        if (!allowed) {
+            err(p, n, "command[0]: placeholders are not allowed in the program path");
+            return false;
         }
         size_t l = (size_t) (e - c - 1);
         char name[32];
         if (l >= sizeof name) {
-            err(p, n, "command: unknown placeholder '%.*s' in '%s'", (int) MIN(l + 2, (size_t) 40), c, arg);
-        } else {
-            memcpy(name, c + 1, l);
-            name[l] = 0;
-            if (!strv_contains(layout_placeholders, name)) {
-                _cleanup_free_ char *list = join_keys(layout_placeholders);
-                const char *d = did_you_mean(name, layout_placeholders);
-                if (!list)
-                    oom(p);
-                else if (d)
-                    err(p, n, "command: unknown placeholder '{%s}'; did you mean '{%s}'? (known: %s)", name, d,
-                        list);
-                else
-                    err(p, n, "command: unknown placeholder '{%s}'; known placeholders: %s", name, list);
-            }
+            err(p, n, "command: unknown placeholder '%.*s' in '%s'", 40, c, arg);
+            return false;
+        }
+        memcpy(name, c + 1, l);
+        name[l] = 0;
+        if (!strv_contains(layout_placeholders, name)) {
+            _cleanup_free_ char *list = join_keys(layout_placeholders);
+            const char *d = did_you_mean(name, layout_placeholders);
+            if (!list)
+                oom(p);
+            else if (d)
+                err(p, n, "command: unknown placeholder '{%s}'; did you mean '{%s}'? (known: %s)", name, d, list);
+            else
+                err(p, n, "command: unknown placeholder '{%s}'; known placeholders: %s", name, list);
+            return false;
         }
         c = e + 1;
     }
+    return true;
 }
 
 static void parse_command(Parser *p, const LayoutNode *n, const LayoutNode *key, WorkspaceConfig *w) {
@@ -879,12 +900,11 @@ static void parse_command(Parser *p, const LayoutNode *n, const LayoutNode *key,
         err(p, n->items[0], "command[0]: must be an absolute path (the daemon is not looked up in $PATH), "
             "got '%s'", argv[0]);
         ok = false;
-    } else if (strchr(argv[0], '{')) {
-        err(p, n->items[0], "command[0]: placeholders are not allowed in the program path");
+    } else if (!check_placeholders(p, n->items[0], argv[0], false))
         ok = false;
-    }
     for (size_t i = 1; argv[i]; i++)
-        check_placeholders(p, n->items[i], argv[i]);
+        if (!check_placeholders(p, n->items[i], argv[i], true))
+            ok = false;
     if (!ok) {
         strv_free(argv);
         return;

@@ -451,6 +451,11 @@ static void test_command(void **state) {
                  { 3, 23, "placeholders are not allowed in the program path" });
     CHECK_STRING("version: 1\npools: {state: {}}\nworkspace: {command: [/bin/x, \"{mountpont}\"]}\n",
                  { 3, 31, "did you mean '{mountpoint}'?" });
+    CHECK_STRING("version: 1\npools: {state: {}}\nworkspace: {command: [/bin/x, \"a}b\"]}\n",
+                 { 3, 31, "stray '}'" });
+    Layout *l = parse_ok("version: 1\npools: {state: {}}\nworkspace: {command: [/bin/x, \"{{json}}\", \"--s={state_dir}\"]}\n");
+    assert_string_equal(l->workspace.command[1], "{{json}}"); /* kept verbatim: supervise expands it */
+    layout_free(l);
     CHECK_STRING("version: 1\npools: {state: {}}\nworkspace: {command: [/bin/x, [a]]}\n",
                  { 3, 31, "command: expected a string, got a list" });
 }
