@@ -487,7 +487,15 @@ static int step_format(VolumeSetup *s, const PlanStep *p, ApplyStepResult *sr) {
     }
 
     _cleanup_strv_free_ char **argv = NULL;
-    r = mkfs_build_argv(p->fs_type, s->loop_node, label, uuid, s->pool ? s->pool->mkfs_options : NULL, &argv);
+    /* A file this very run created with ftruncate reads as zeros
+     * everywhere, so mkfs need not zero inode tables and journal (and the
+     * file stays sparse). A file from an earlier run may have been written
+     * through its loop meanwhile: the full, zeroing mkfs for that one. */
+    char *const *extra = s->pool ? s->pool->mkfs_options : NULL;
+    if (s->undo_file && streq(s->undo_file, p->path))
+        r = mkfs_build_argv_prezeroed(p->fs_type, s->loop_node, label, uuid, extra, &argv);
+    else
+        r = mkfs_build_argv(p->fs_type, s->loop_node, label, uuid, extra, &argv);
     if (r < 0) {
         apply_step_result_message(sr, "cannot build the mkfs command line (check mkfs_options): %s", strerror(-r));
         return r;
