@@ -52,6 +52,12 @@ static int remove_entry(int dirfd, const char *name, dev_t dev, unsigned depth) 
 
 /* Takes ownership of fd. */
 static int rmtree_children(int fd, dev_t dev, unsigned depth) {
+    struct stat st;
+    /* Read-only directories are common in workspaces (the Go module cache
+     * makes them 0555): give the owner write and search access first, or
+     * an unprivileged caller could not empty them. */
+    if (fstat(fd, &st) >= 0 && (st.st_mode & 0700) != 0700)
+        (void) fchmod(fd, (st.st_mode & 07777) | 0700);
     DIR *d = fdopendir(fd);
     if (!d) {
         int r = -errno;

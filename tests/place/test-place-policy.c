@@ -281,7 +281,7 @@ static unsigned rndu(unsigned n) { return (unsigned) (rnd() % n); }
 static const char *const tenants[] = { NULL, "a", "b", "c" };
 
 typedef struct MVolume {
-    char name[16];
+    char name[24];
     unsigned index;
     uint64_t free_bytes, free_inodes;
     unsigned flags;
