@@ -19,6 +19,13 @@ static const LayoutctlVerb verbs[] = {
     { "apply", "carve, attach, format, mount and grow the volumes", layoutctl_apply },
     { "teardown", "unmount and detach the volumes (--destroy-data: delete them)", layoutctl_teardown },
     { "repair", "resolve the safe drift cases (--forget-missing)", layoutctl_repair },
+    { "status", "the running agent's state and a summary", layoutctl_status },
+    { "volumes", "list the volumes (flush domains) of the running agent", layoutctl_volumes },
+    { "workspaces", "list the workspaces of the running agent", layoutctl_workspaces },
+    { "add", "create a workspace (ID [--tenant T] [--quota SIZE] [--label K=V])", layoutctl_add },
+    { "rm", "remove a workspace (ID [--destroy-data])", layoutctl_rm },
+    { "restart", "restart a workspace's FUSE daemon (ID)", layoutctl_restart },
+    { "reload", "make the running agent re-read its layout", layoutctl_reload },
 };
 
 static void usage(FILE *f) {
@@ -40,6 +47,7 @@ static void usage(FILE *f) {
             "  0  success (validate: every layout is valid)\n"
             "  1  failure (validate: at least one layout is invalid or unreadable)\n"
             "  2  usage error\n"
+            "  3  layoutd is not running (client commands: no socket, or it refuses)\n"
             "\n"
             "`layoutctl COMMAND --help` describes a command.\n",
             DEFAULT_SOCKET);

@@ -13,6 +13,7 @@
 #define LAYOUTCTL_EXIT_OK 0
 #define LAYOUTCTL_EXIT_FAILURE 1 /* the verb failed; for validate: a layout is invalid */
 #define LAYOUTCTL_EXIT_USAGE 2   /* bad command line */
+#define LAYOUTCTL_EXIT_UNREACHABLE 3 /* client verbs: layoutd is not running (no socket / refused) */
 
 typedef struct LayoutctlGlobals {
     bool json;               /* --json: machine-readable output */
@@ -31,3 +32,11 @@ int layoutctl_plan(int argc, char **argv, const LayoutctlGlobals *g);
 int layoutctl_apply(int argc, char **argv, const LayoutctlGlobals *g);
 int layoutctl_teardown(int argc, char **argv, const LayoutctlGlobals *g);
 int layoutctl_repair(int argc, char **argv, const LayoutctlGlobals *g);
+/* The client verbs: HTTP to the running agent's API (layoutctl-client.c). */
+int layoutctl_status(int argc, char **argv, const LayoutctlGlobals *g);
+int layoutctl_volumes(int argc, char **argv, const LayoutctlGlobals *g);
+int layoutctl_workspaces(int argc, char **argv, const LayoutctlGlobals *g);
+int layoutctl_add(int argc, char **argv, const LayoutctlGlobals *g);
+int layoutctl_rm(int argc, char **argv, const LayoutctlGlobals *g);
+int layoutctl_restart(int argc, char **argv, const LayoutctlGlobals *g);
+int layoutctl_reload(int argc, char **argv, const LayoutctlGlobals *g);
