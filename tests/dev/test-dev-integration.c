@@ -57,7 +57,7 @@ static const char *test_name = "?";
         CHECK(_r >= 0, "%s", strerror(-_r));                                              \
     } while (0)
 
-static void note(const char *fmt, ...) {
+_printf_(1, 2) static void note(const char *fmt, ...) {
     va_list ap;
     va_start(ap, fmt);
     fprintf(stderr, "[%s] ", test_name);
@@ -582,8 +582,10 @@ static void test_mount(void) {
 
     /* Mounted: the loop device cannot be detached, the mount not doubled. */
     CHECK(loop_device_detach(li.node) == -EBUSY, "detach of a mounted loop");
-    CHECK_R(loop_device_get_info(li.node, &li));
-    CHECK(!li.autoclear, "autoclear armed by a failed detach");
+    LoopInfo again = {};
+    CHECK_R(loop_device_get_info(li.node, &again));
+    CHECK(!again.autoclear && again.devno == li.devno, "autoclear armed by a failed detach");
+    loop_info_done(&again);
     CHECK(mount_volume(li.node, target, "ext4", NULL) == -EBUSY, "double mount");
 
     /* Busy: hold a file open below the target. */
