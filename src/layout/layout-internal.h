@@ -19,6 +19,10 @@
 /* Deeper nesting than this is never a layout; refusing it keeps the tree
  * walk's recursion bounded. */
 #define LAYOUT_NESTING_MAX 32
+/* Bounds that keep hostile input from costing quadratic time: a layout is
+ * a few kilobytes with a few dozen keys per mapping. */
+#define LAYOUT_FILE_MAX (1024 * 1024)
+#define LAYOUT_ITEMS_MAX 1024
 
 typedef enum LayoutNodeType {
     LAYOUT_NODE_SCALAR,
@@ -35,7 +39,7 @@ struct LayoutNode {
     bool invalid;          /* already reported (an alias): checks skip it */
     /* Sequence: the items. Mapping: key, value, key, value, ... */
     LayoutNode **items;
-    size_t n_items;
+    size_t n_items, n_allocated;
 };
 
 LayoutNode *layout_node_free(LayoutNode *n);

@@ -22,10 +22,14 @@ LayoutNode *layout_node_free(LayoutNode *n) {
 }
 
 static int node_append(LayoutNode *parent, LayoutNode *child) {
-    LayoutNode **t = realloc(parent->items, sizeof(LayoutNode *) * (parent->n_items + 1));
-    if (!t)
-        return -ENOMEM;
-    parent->items = t;
+    if (parent->n_items == parent->n_allocated) {
+        size_t n = MAX(parent->n_allocated * 2, (size_t) 8);
+        LayoutNode **t = realloc(parent->items, sizeof(LayoutNode *) * n);
+        if (!t)
+            return -ENOMEM;
+        parent->items = t;
+        parent->n_allocated = n;
+    }
     parent->items[parent->n_items++] = child;
     return 0;
 }

@@ -192,6 +192,11 @@ static bool map_check(Parser *p, const LayoutNode *node, const char *const *know
         err(p, node, "%s must be a mapping (key: value lines), got %s", where, node_kind(node));
         return false;
     }
+    /* The duplicate check is quadratic; no real mapping comes near this. */
+    if (map_pairs(node) > LAYOUT_ITEMS_MAX) {
+        err(p, node, "%s has %zu keys, more than the %d allowed", where, map_pairs(node), LAYOUT_ITEMS_MAX);
+        return false;
+    }
     for (size_t i = 0; i < map_pairs(node); i++) {
         const LayoutNode *k = node->items[2 * i];
         if (k->invalid)
@@ -484,6 +489,10 @@ static bool get_strv(Parser *p, const LayoutNode *n, const char *key, char ***ou
         return false;
     if (n->type != LAYOUT_NODE_SEQUENCE) {
         err(p, n, "%s: expected a list of strings, got %s", key, node_kind(n));
+        return false;
+    }
+    if (n->n_items > LAYOUT_ITEMS_MAX) {
+        err(p, n, "%s: %zu items, more than the %d allowed", key, n->n_items, LAYOUT_ITEMS_MAX);
         return false;
     }
     _cleanup_strv_free_ char **l = calloc(1, sizeof(char *));
@@ -1208,6 +1217,11 @@ int layout_parse_string(const char *data, size_t len, const char *name, Layout *
 
     if (!data && len > 0)
         return -EINVAL;
+    if (len > LAYOUT_FILE_MAX) {
+        r = layout_errors_add(errors, p.name, 0, 0, "the input is larger than %d KiB; that is not a layout",
+                              LAYOUT_FILE_MAX / 1024);
+        return r < 0 ? r : -EINVAL;
+    }
     r = layout_node_parse(data ?: "", len, p.name, &tree, errors);
     if (r == -ENOMEM)
         return r;
@@ -1237,14 +1251,56 @@ int layout_parse_string(const char *data, size_t len, const char *name, Layout *
     return 0;
 }
 
+/* Reads at most LAYOUT_FILE_MAX + 1 bytes, so that /dev/zero or a huge
+ * file is an error, not an endless allocation. Pipes work
+ * (`layoutctl validate <(generate)`). */
+static int read_layout_file(const char *path, char **ret, size_t *ret_len) {
+    _cleanup_close_ int fd = open(path, O_RDONLY | O_CLOEXEC | O_NOCTTY);
+    if (fd < 0)
+        return negative_errno();
+    struct stat st;
+    if (fstat(fd, &st) < 0)
+        return negative_errno();
+    if (S_ISDIR(st.st_mode))
+        return -EISDIR;
+    _cleanup_free_ char *buf = malloc(LAYOUT_FILE_MAX + 2);
+    if (!buf)
+        return -ENOMEM;
+    size_t len = 0;
+    while (len <= LAYOUT_FILE_MAX) {
+        ssize_t k = read(fd, buf + len, LAYOUT_FILE_MAX + 1 - len);
+        if (k < 0) {
+            if (errno == EINTR)
+                continue;
+            return negative_errno();
+        }
+        if (k == 0)
+            break;
+        len += (size_t) k;
+    }
+    if (len > LAYOUT_FILE_MAX)
+        return -EFBIG;
+    buf[len] = 0;
+    *ret = TAKE_PTR(buf);
+    *ret_len = len;
+    return 0;
+}
+
 int layout_parse_file(const char *path, Layout **ret, LayoutErrors *errors) {
     _cleanup_free_ char *data = NULL;
     size_t len = 0;
     int r;
 
-    r = read_full_file(path, &data, &len);
+    if (!path)
+        return -EINVAL;
+    r = read_layout_file(path, &data, &len);
     if (r < 0) {
-        int k = layout_errors_add(errors, path, 0, 0, "cannot read the layout: %s", strerror(-r));
+        int k;
+        if (r == -EFBIG)
+            k = layout_errors_add(errors, path, 0, 0, "the file is larger than %d KiB; that is not a layout",
+                                  LAYOUT_FILE_MAX / 1024);
+        else
+            k = layout_errors_add(errors, path, 0, 0, "cannot read the layout: %s", strerror(-r));
         return k < 0 ? k : r;
     }
     return layout_parse_string(data, len, path, ret, errors);

@@ -622,6 +622,51 @@ static void test_deep_nesting(void **state) {
     layout_errors_clear(&errors);
 }
 
+static void test_limits(void **state) {
+    LayoutErrors errors = {};
+    Layout *l = NULL;
+
+    /* /dev/zero never ends: bounded read, one error. */
+    assert_int_equal(layout_parse_file("/dev/zero", &l, &errors), -EFBIG);
+    assert_int_equal(errors.n, 1);
+    assert_non_null(strstr(errors.items[0].message, "larger than 1024 KiB"));
+    layout_errors_clear(&errors);
+    assert_int_equal(layout_parse_file("/", &l, &errors), -EISDIR);
+    assert_int_equal(errors.n, 1);
+    layout_errors_clear(&errors);
+
+    /* A mapping with very many keys is refused as a whole. */
+    char *big = NULL;
+    size_t size = 0;
+    FILE *f = open_memstream(&big, &size);
+    assert_non_null(f);
+    fputs("version: 1\npools: {state: {}}\nworkspace:\n  environment:\n", f);
+    for (int i = 0; i < 2000; i++)
+        fprintf(f, "    V%d: x\n", i);
+    assert_int_equal(fclose(f), 0);
+    assert_int_equal(layout_parse_string(big, size, "many.yaml", &l, &errors), -EINVAL);
+    assert_int_equal(errors.n, 1);
+    assert_int_equal(errors.items[0].line, 5);
+    assert_int_equal(errors.items[0].column, 5);
+    assert_non_null(strstr(errors.items[0].message, "environment has 2000 keys"));
+    layout_errors_clear(&errors);
+    free(big);
+
+    /* A long list likewise. */
+    f = open_memstream(&big, &size);
+    assert_non_null(f);
+    fputs("version: 1\npools:\n  state:\n    mkfs_options: [", f);
+    for (int i = 0; i < 1500; i++)
+        fprintf(f, "%s-q", i ? ", " : "");
+    fputs("]\n", f);
+    assert_int_equal(fclose(f), 0);
+    assert_int_equal(layout_parse_string(big, size, "long.yaml", &l, &errors), -EINVAL);
+    assert_int_equal(errors.n, 1);
+    assert_non_null(strstr(errors.items[0].message, "mkfs_options: 1500 items"));
+    layout_errors_clear(&errors);
+    free(big);
+}
+
 static void test_parse_file_missing(void **state) {
     LayoutErrors errors = {};
     Layout *l = NULL;
@@ -919,6 +964,7 @@ int main(void) {
         cmocka_unit_test(test_rules),
         cmocka_unit_test(test_all_errors),
         cmocka_unit_test(test_deep_nesting),
+        cmocka_unit_test(test_limits),
         cmocka_unit_test(test_parse_file_missing),
         cmocka_unit_test(test_parse_size),
         cmocka_unit_test(test_parse_duration),
