@@ -41,6 +41,18 @@ int proc_start_time(pid_t pid, uint64_t *ret) {
     return proc_parse_start_time(text, ret);
 }
 
+bool proc_is_dead(pid_t pid) {
+    char path[64];
+    snprintf(path, sizeof path, "/proc/%d/stat", (int) pid);
+    _cleanup_free_ char *text = NULL;
+    if (read_full_file(path, &text, NULL) < 0)
+        return true;
+    const char *p = strrchr(text, ')');
+    if (!p || p[1] != ' ')
+        return true;
+    return p[2] == 'Z' || p[2] == 'X';
+}
+
 int proc_boot_id_hash(uint64_t *ret) {
     _cleanup_free_ char *s = NULL;
     int r = read_one_line_file("/proc/sys/kernel/random/boot_id", &s);

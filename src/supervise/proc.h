@@ -6,6 +6,7 @@
  * process is named by (pid, start time, boot). Library code, never logs.
  */
 
+#include <stdbool.h>
 #include <stdint.h>
 #include <sys/types.h>
 
@@ -17,6 +18,11 @@ int proc_start_time(pid_t pid, uint64_t *ret);
  * may contain spaces and parentheses: fields are counted after the LAST
  * ')'). Returns: -EBADMSG, 0. */
 int proc_parse_start_time(const char *stat_text, uint64_t *ret);
+
+/* True if pid is gone or a zombie (state Z/X in /proc/<pid>/stat): a
+ * daemon that died while no agent ran stays a zombie when its new parent
+ * (an init that does not reap) never waits for it. */
+bool proc_is_dead(pid_t pid);
 
 /* A 64-bit FNV-1a hash of /proc/sys/kernel/random/boot_id, never 0.
  * Returns: <0 on error, 0. */

@@ -113,6 +113,7 @@ struct Supervisor {
 };
 
 static void workspace_dispatch(Workspace *w, SupervisorEvent ev);
+static void mountinfo_check(Supervisor *s);
 
 /* ---- small helpers ----------------------------------------------------- */
 
@@ -162,16 +163,10 @@ static void disarm(sd_event_source *src) {
         (void) sd_event_source_set_enabled(src, SD_EVENT_OFF);
 }
 
-/* The mountinfo watch costs a re-read of the mount table on every mount
- * change on the host, so it is on only while some workspace is waiting
- * for its mount. */
-static void update_mountinfo_watch(Supervisor *s) {
-    bool need = false;
-    for (size_t i = 0; i < s->n_ws && !need; i++)
-        need = s->ws[i]->state == SUPERVISOR_STARTING && s->ws[i]->pid > 0;
-    (void) sd_event_source_set_enabled(s->mountinfo_source, need ? SD_EVENT_ON : SD_EVENT_OFF);
-}
-
+/* The mountinfo watch (mountinfo_handler) stays enabled: the kernel reports a change once per
+ * poll of the fd (mounts_poll() updates its "seen" counter while polling),
+ * so toggling the epoll registration can swallow a change. An idle host
+ * mounts rarely; each change costs one read of the table, not a poll loop. */
 /* ---- daemon output ----------------------------------------------------- */
 
 static void on_line(const char *line, bool truncated, void *userdata) {
@@ -318,6 +313,10 @@ static int timer_handler(sd_event_source *src, uint64_t usec, void *userdata) {
     Workspace *w = userdata;
     switch (w->state) {
     case SUPERVISOR_STARTING:
+        /* Last look before giving up, in case a mount change was missed. */
+        mountinfo_check(w->sup);
+        if (w->state != SUPERVISOR_STARTING)
+            break;
         ws_log(w, LOG_WARNING, "no FUSE mount at %s after %" PRIu64 " ms, killing the daemon",
                w->mountpoint, w->ready_timeout / USEC_PER_MSEC);
         workspace_dispatch(w, SUPERVISOR_EVENT_READY_TIMEOUT);
@@ -555,7 +554,6 @@ static void workspace_dispatch(Workspace *w, SupervisorEvent ev) {
         if (IN_SET_STOPPED(w->state))
             schedule_post(s);
     }
-    update_mountinfo_watch(s);
 
     if (w->spawn_failed) {
         w->spawn_failed = false;
@@ -565,14 +563,13 @@ static void workspace_dispatch(Workspace *w, SupervisorEvent ev) {
 
 /* ---- supervisor-wide sources ------------------------------------------- */
 
-static int mountinfo_handler(sd_event_source *src, int fd, uint32_t revents, void *userdata) {
-    Supervisor *s = userdata;
+static void mountinfo_check(Supervisor *s) {
     FuseMount *m = NULL;
     size_t n = 0;
     /* POLLPRI on the mountinfo fd says "the table changed"; the kernel
      * re-arms it in poll itself, so no read of this fd is needed. */
     if (fuse_cleanup_read_mounts(NULL, &m, &n) < 0)
-        return 0;
+        return;
     usec_t now = now_mono();
     for (size_t i = 0; i < s->n_ws; i++) {
         Workspace *w = s->ws[i];
@@ -590,6 +587,10 @@ static int mountinfo_handler(sd_event_source *src, int fd, uint32_t revents, voi
         workspace_dispatch(w, SUPERVISOR_EVENT_READY);
     }
     fuse_cleanup_mounts_free(m, n);
+}
+
+static int mountinfo_handler(sd_event_source *src, int fd, uint32_t revents, void *userdata) {
+    mountinfo_check(userdata);
     return 0;
 }
 
@@ -643,7 +644,6 @@ static int post_handler(sd_event_source *src, void *userdata) {
             w->remove_cb(s, w->id, w->remove_userdata);
         workspace_free(w);
     }
-    update_mountinfo_watch(s);
     stop_all_check(s);
     return 0;
 }
@@ -709,7 +709,6 @@ int supervisor_new(sd_event *e, const SupervisorCallbacks *cb, void *userdata,
     r = sd_event_add_io(e, &s->mountinfo_source, s->mountinfo_fd, EPOLLPRI, mountinfo_handler, s);
     if (r < 0)
         goto fail;
-    (void) sd_event_source_set_enabled(s->mountinfo_source, SD_EVENT_OFF);
     r = sd_event_add_defer(e, &s->post_source, post_handler, s);
     if (r < 0)
         goto fail;
@@ -754,7 +753,7 @@ static int try_adopt(Workspace *w, const DaemonRecord *rec) {
         ws_log(w, LOG_NOTICE, "recorded daemon is from another boot");
         return 0;
     }
-    if (proc_start_time(rec->pid, &st) < 0 || st != rec->start_time) {
+    if (proc_start_time(rec->pid, &st) < 0 || st != rec->start_time || proc_is_dead(rec->pid)) {
         ws_log(w, LOG_NOTICE, "recorded daemon (pid %d) is gone", (int) rec->pid);
         return 0;
     }

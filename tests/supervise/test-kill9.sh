@@ -24,4 +24,5 @@ for i in 1 2 4 5 6 7 8; do
     assert_eq "$(jq -r ".[$((i - 1))]" <<<"$before")" "$(st ws$i pid)" "ws$i pid unchanged"
     assert_eq 0 "$(st ws$i restarts)" "ws$i restarts"
 done
+grep -q "no FUSE mount at" "$HLOG" && fail "unexpected readiness timeout: $(grep "no FUSE mount" "$HLOG")"
 log "ok"

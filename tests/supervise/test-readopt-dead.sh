@@ -36,4 +36,5 @@ for i in 1 2 4; do
 done
 assert_eq 0 "$(fuse_mounts_at "$WORK/mnt/stray")" "stray mount swept"
 grep -q "removed stale FUSE mount $WORK/mnt/stray" "$HLOG" || fail "sweep not logged"
+grep -q "no FUSE mount at" "$HLOG" && fail "unexpected readiness timeout: $(grep "no FUSE mount" "$HLOG")"
 log "ok"

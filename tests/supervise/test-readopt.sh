@@ -53,4 +53,5 @@ wait "$HPID" || fail "harness exit status"
 HPID=
 assert_eq 0 "$(fuse_mounts_below "$WORK/mnt")" "mounts after stop"
 assert_eq "" "$(work_pids)" "processes after stop"
+grep -q "no FUSE mount at" "$HLOG" && fail "unexpected readiness timeout: $(grep "no FUSE mount" "$HLOG")"
 log "ok"
