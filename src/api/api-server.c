@@ -348,7 +348,7 @@ static int write_own_metrics(Api *api, MetricsWriter *w) {
         const char *help;
         double value;
     } simple[] = {
-        { "layoutd_api_connections", METRIC_GAUGE, "API connections open now.", api->n_conns },
+        { "layoutd_api_connections_open", METRIC_GAUGE, "API connections open now.", api->n_conns },
         { "layoutd_api_connection_limit", METRIC_GAUGE, "Most API connections served at once.",
           api_get_connection_limit(api) },
         { "layoutd_api_connections_total", METRIC_COUNTER, "API connections accepted.",

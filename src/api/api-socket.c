@@ -2,13 +2,24 @@
 /* The listening Unix socket: stale-socket removal, bind, mode, group. */
 
 #include <grp.h>
+#include <stdlib.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/un.h>
 
 #include "api.h"
 
+/* A group name, or a numeric gid ("2345"), which needs no group entry. */
 static int lookup_group(const char *name, gid_t *ret) {
+    if (name[0] >= '0' && name[0] <= '9') {
+        char *end;
+        errno = 0;
+        unsigned long v = strtoul(name, &end, 10);
+        if (errno != 0 || *end != 0 || v >= (unsigned long) GID_INVALID)
+            return -EINVAL;
+        *ret = (gid_t) v;
+        return 0;
+    }
     char buf[4096];
     struct group grp, *result = NULL;
     int r = getgrnam_r(name, &grp, buf, sizeof(buf), &result);

@@ -109,7 +109,7 @@ typedef struct Api Api;
 /*
  * Opens the listening socket at path: removes a stale socket there (only
  * if it is a socket: anything else is -EEXIST), binds, sets `mode` and
- * owner root:<group>. When the group does not exist the socket keeps
+ * owner root:<group> (a name, or a numeric gid). When the group does not exist the socket keeps
  * root's group and *ret_gid is GID_INVALID (the caller should say so);
  * otherwise *ret_gid is the group's gid. group == NULL: no chown.
  * The parent directory must exist.

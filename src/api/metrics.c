@@ -184,9 +184,24 @@ int metrics_writer_family(MetricsWriter *w, const char *name, MetricType type, c
         return -EINVAL;
     if (strv_contains((const char *const *) w->seen, name))
         return -EEXIST;
+    /* Parsers name a counter family without its _total, so counter
+     * "x_total" and gauge "x" would be one family to them: reserve both. */
+    _cleanup_free_ char *base = NULL;
+    if (type == METRIC_COUNTER) {
+        base = strndup(name, strlen(name) - strlen("_total"));
+        if (!base)
+            return -ENOMEM;
+        if (strv_contains((const char *const *) w->seen, base))
+            return -EEXIST;
+    }
     int r = strv_extend(&w->seen, name);
     if (r < 0)
         return r;
+    if (base) {
+        r = strv_extend(&w->seen, base);
+        if (r < 0)
+            return r;
+    }
     char *f = strdup(name);
     if (!f)
         return -ENOMEM;

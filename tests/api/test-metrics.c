@@ -87,6 +87,10 @@ static void test_invalid(void **state) {
     assert_int_equal(metrics_writer_sample(w, (const char *[]) { "a", NULL }, 1), -EINVAL);
     assert_int_equal(metrics_writer_sample(w, (const char *[]) { "a", "1", "a", "2", NULL }, 1), -EINVAL);
     assert_int_equal(metrics_writer_sample(w, (const char *[]) { "a:b", "1", NULL }, 1), -EINVAL);
+    assert_int_equal(metrics_writer_family(w, "ok:name", METRIC_GAUGE, ""), -EEXIST); /* same family to parsers */
+    assert_int_equal(metrics_writer_family(w, "g", METRIC_GAUGE, ""), 0);
+    assert_int_equal(metrics_writer_family(w, "g_total", METRIC_COUNTER, ""), -EEXIST);
+    assert_int_equal(metrics_writer_family(w, "ok:name_total", METRIC_COUNTER, ""), -EEXIST);
     assert_int_equal(metrics_writer_family(w, "h", METRIC_HISTOGRAM, ""), 0);
     static const double bad[] = { 1, 1 };
     static const uint64_t counts[] = { 0, 0 };
