@@ -121,7 +121,7 @@ _printf_(3, 4) static void api_log(Api *api, int priority, const char *fmt, ...)
     api->config.log(api->config.log_userdata, priority, buf);
 }
 
-static void mhd_logger(void *cls, const char *fmt, va_list ap) {
+_printf_(2, 0) static void mhd_logger(void *cls, const char *fmt, va_list ap) {
     Api *api = cls;
     if (!api->config.log)
         return;
