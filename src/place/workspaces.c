@@ -102,9 +102,11 @@ static bool tenant_is_valid(const char *t) {
  * being reclaimed, if any. */
 static int check_request(PlaceContext *c, const PlaceCreateRequest *req,
                          WorkspaceRecord **ret_kept, PlaceError *error) {
+    /* Too long is a bad request like any other: -EINVAL for the caller
+     * (the message says why), so the API answers 400 either way. */
     int r = place_workspace_id_check(req->id);
     if (r < 0)
-        return place_fail(error, r, PLACE_REASON_INVALID,
+        return place_fail(error, -EINVAL, PLACE_REASON_INVALID,
                           "invalid workspace id '%s': it must match [a-z0-9][a-z0-9-]* and be at "
                           "most %d characters", req->id ?: "", LAYOUT_WORKSPACE_ID_MAX);
     if (!tenant_is_valid(req->tenant))

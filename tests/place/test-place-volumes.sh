@@ -118,6 +118,22 @@ drv remove ws25 --destroy || fail "destroy ws25"
 assert_eq "$v5" "$(drv create ws5 --reclaim)" "ws5 back on its volume"
 assert_eq precious "$(cat "$ROOT/volumes/$v5/workspaces/ws5/data")" "ws5's data"
 
+# Destroy never deletes into another filesystem mounted inside a workspace.
+d1=$ROOT/volumes/${vol_of[ws1]}/workspaces/ws1
+mkdir -p "$d1/sub/mnt"
+mount -t tmpfs tmpfs "$d1/sub/mnt"
+echo "not yours" >"$d1/sub/mnt/keep"
+set +e
+msg=$(drv remove ws1 --destroy 2>&1)
+rc=$?
+set -e
+assert_eq 1 "$rc" "destroy with a mount inside"
+case "$msg" in *"mounted inside"*) ;; *) fail "unclear destroy refusal: $msg" ;; esac
+assert_eq "not yours" "$(cat "$d1/sub/mnt/keep")" "file on the inner mount"
+umount "$d1/sub/mnt"
+drv remove ws1 --destroy || fail "destroy ws1 after unmounting"
+[ ! -e "$d1" ] || fail "ws1 not destroyed"
+
 # The record and the disks agree.
 rec=$(drv reconcile)
 [ -z "$rec" ] || fail "reconcile found drift: $rec"
