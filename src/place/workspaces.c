@@ -20,6 +20,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <grp.h>
+#include <inttypes.h>
 #include <pwd.h>
 #include <stdio.h>
 #include <sys/stat.h>
@@ -199,6 +200,21 @@ static int carve_volume(PlaceContext *c, unsigned index, VolumeRecord **ret, Pla
                           "new volume %s is not usable after carving (%s)", v->name,
                           (o.flags & PLACE_VOLUME_UNAVAILABLE) ? "not mounted" :
                           (o.flags & PLACE_VOLUME_READ_ONLY) ? "read-only" : "degraded");
+    /* The policy only knows volume_size; the filesystem's own overhead
+     * can leave a fresh volume short of the reserve. Refuse clearly rather
+     * than place a workspace where the rules say it does not fit. */
+    const Pool *pool = layout_pool(c->layout, POOL_STATE);
+    if (pool && (o.free_bytes < pool->workspace_reserve ||
+                 o.free_inodes < pool->workspace_reserve_inodes)) {
+        char have[32], need[32];
+        return place_fail(error, -ENOSPC, PLACE_REASON_TOO_BIG,
+                          "new volume %s has %s and %" PRIu64 " inodes free, less than a workspace "
+                          "needs (%s workspace_reserve, %" PRIu64 " workspace_reserve_inodes); raise "
+                          "pools.state.volume_size or lower the reserve", v->name,
+                          format_bytes(have, sizeof(have), o.free_bytes), o.free_inodes,
+                          format_bytes(need, sizeof(need), pool->workspace_reserve),
+                          pool->workspace_reserve_inodes);
+    }
     *ret = v;
     return 0;
 }

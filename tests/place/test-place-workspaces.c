@@ -614,6 +614,34 @@ static void test_readonly_never_used(void **state) {
     f->ctx.observe = NULL;
 }
 
+static int observe_new_volume_small(void *userdata, const VolumeRecord *v, const char *mount,
+                                    PlaceVolumeObservation *ret) {
+    *ret = (PlaceVolumeObservation) { .free_bytes = v->index >= 2 ? 512 * KIB : GIB,
+                                      .free_inodes = 100000 };
+    return 0;
+}
+
+/* A freshly carved volume that turns out too small for the reserve (fs
+ * overhead) is refused clearly, not used against the rules. */
+static void test_carved_too_small(void **state) {
+    Fixture *f = *state;
+    PlaceError e = {};
+    f->ctx.observe = observe_new_volume_small;
+    for (unsigned i = 0; i < 4; i++) {
+        char id[8];
+        snprintf(id, sizeof(id), "f%u", i);
+        create_ok(f, id, NULL, false);
+    }
+    assert_int_equal(create(f, "f4", NULL, false, &e), -ENOSPC);
+    assert_int_equal(e.reason, PLACE_REASON_TOO_BIG);
+    assert_non_null(strstr(e.message, "workspace_reserve"));
+    assert_non_null(strstr(e.message, "state-2"));
+    place_error_done(&e);
+    assert_int_equal(f->carves, 1);
+    assert_null(place_workspace_get(f->record, "f4"));
+    f->ctx.observe = NULL;
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test_setup_teardown(test_create_elastic_and_full, setup, teardown),
@@ -624,6 +652,7 @@ int main(void) {
         cmocka_unit_test_setup_teardown(test_crash_between_mkdir_and_record, setup, teardown),
         cmocka_unit_test_setup_teardown(test_flush_scope_and_list, setup, teardown),
         cmocka_unit_test_setup_teardown(test_readonly_never_used, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_carved_too_small, setup, teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
