@@ -42,7 +42,7 @@ struct Committer {
     pthread_cond_t taken;    /* to writers: the open batch was taken */
     Batch open;
     atomic_uint_fast64_t open_id;
-    bool flushing, stop, stats_wanted;
+    bool stop, stats_wanted;
     usec_t stats_written;
     pthread_t thread;
 };
@@ -101,7 +101,9 @@ static bool grow(void **p, size_t *cap, size_t need, size_t size) {
 uint64_t committer_add(Committer *c, const CommitItem *items, size_t n_items,
                        ssize_t shard, const CasPunch *punch) {
     pthread_mutex_lock(&c->lock);
-    while (c->open.n_records >= c->cfg.batch_records && c->flushing && !c->stop)
+    /* A full batch is the committer's to take; wait for that (it may
+     * still be flushing the previous one). Batches never exceed the size. */
+    while (c->open.n_records >= c->cfg.batch_records && !c->stop)
         pthread_cond_wait(&c->taken, &c->lock);
 
     Batch *b = &c->open;
@@ -216,8 +218,10 @@ static int batch_flush(Committer *c, Batch *b) {
 
 static void maybe_write_stats(Committer *c, bool force) {
     usec_t now = now_mono();
-    if (!c->cfg.stats_path)
+    if (!c->cfg.stats_path) {
+        c->stats_wanted = false;
         return;
+    }
     if (!force && now < c->stats_written + STATS_MIN_INTERVAL) {
         c->stats_wanted = true; /* the loop writes it when the interval is over */
         return;
@@ -257,7 +261,6 @@ static void *committer_thread(void *arg) {
         Batch b = c->open;
         c->open = (Batch) { .id = b.id + 1 };
         atomic_store(&c->open_id, b.id + 1);
-        c->flushing = true;
         pthread_cond_broadcast(&c->taken);
         pthread_mutex_unlock(&c->lock);
 
@@ -269,7 +272,6 @@ static void *committer_thread(void *arg) {
         pthread_mutex_lock(&c->lock);
         atomic_fetch_add(&c->cfg.stats->records_committed, b.n_records);
         atomic_fetch_add(&c->cfg.stats->batches, 1);
-        c->flushing = false;
         pthread_cond_broadcast(&c->taken);
         batch_release(&b);
         maybe_write_stats(c, false);
@@ -295,7 +297,7 @@ int committer_start(const CommitterConfig *cfg, Committer **ret) {
     pthread_condattr_destroy(&attr);
     c->open.id = 1;
     atomic_store(&c->open_id, 1);
-    c->stats_wanted = true;
+    c->stats_wanted = cfg->stats_path != NULL; /* a first stats file at start */
 
     int r = pthread_create(&c->thread, NULL, committer_thread, c);
     if (r != 0)

@@ -129,8 +129,8 @@ typedef struct CommitterConfig {
 int committer_start(const CommitterConfig *cfg, Committer **ret);
 /* Adds one record (with the inodes fdatasync mode has to sync, a content
  * shard that got an object or -1, and an optional stub to punch after the
- * commit). Blocks while the open batch is full and the previous one is
- * still flushing (back-pressure). Never call it with the CAS lock held:
+ * commit). Blocks while the open batch is full and not yet taken by the
+ * committer (back-pressure). Never call it with the CAS lock held:
  * the committer takes that lock to punch stubs.
  * Returns: the id of the batch the record joined. */
 uint64_t committer_add(Committer *c, const CommitItem *items, size_t n_items,

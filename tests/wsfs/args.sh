@@ -1,0 +1,69 @@
+#!/usr/bin/env bash
+# Bad arguments and unusable directories: a non-zero exit and a message
+# that names the problem, before anything is mounted.
+TEST_NAME=wsfs-args
+. "$LAYOUTD_TESTS/lib/common.sh"
+. "$LAYOUTD_TESTS/wsfs/lib.sh"
+
+mkdir -p "$WORK/state" "$WORK/content" "$WORK/mnt"
+touch "$WORK/file"
+
+# expect_fail PATTERN [env...] -- args...: exits non-zero, says PATTERN.
+expect_fail() {
+    local pattern=$1 rc=0; shift
+    local envs=()
+    while [ "$1" != -- ]; do envs+=("$1"); shift; done; shift
+    env "${envs[@]}" "$WSFS" "$@" >"$WORK/out" 2>&1 || rc=$?
+    [ "$rc" -ne 0 ] || fail "exit 0 for: $*"
+    grep -q -- "$pattern" "$WORK/out" || fail "no '$pattern' in the message for '$*': $(cat "$WORK/out")"
+    ! findmnt --mountpoint "$WORK/mnt" >/dev/null || fail "mounted anyway: $*"
+}
+
+S=(--state "$WORK/state")
+C=(--content "$WORK/content")
+expect_fail "--state DIR is required" -- "${C[@]}" "$WORK/mnt"
+expect_fail "--content DIR" -- "${S[@]}" "$WORK/mnt"
+expect_fail "MOUNTPOINT is required" -- "${S[@]}" "${C[@]}"
+expect_fail "exactly one MOUNTPOINT" -- "${S[@]}" "${C[@]}" "$WORK/mnt" "$WORK/mnt"
+expect_fail "--state $WORK/nope" -- --state "$WORK/nope" "${C[@]}" "$WORK/mnt"
+expect_fail "--state $WORK/file" -- --state "$WORK/file" "${C[@]}" "$WORK/mnt"
+expect_fail "--content $WORK/file" -- "${S[@]}" --content "$WORK/content,$WORK/file" "$WORK/mnt"
+expect_fail "MOUNTPOINT $WORK/nope" -- "${S[@]}" "${C[@]}" "$WORK/nope"
+expect_fail "MOUNTPOINT $WORK/file: not a directory" -- "${S[@]}" "${C[@]}" "$WORK/file"
+expect_fail "--commit: 'fsync' is not one of syncfs, fdatasync, none" -- --commit=fsync "${S[@]}" "${C[@]}" "$WORK/mnt"
+expect_fail "--batch-records" -- --batch-records=0 "${S[@]}" "${C[@]}" "$WORK/mnt"
+expect_fail "--batch-ms" -- --batch-ms=-5 "${S[@]}" "${C[@]}" "$WORK/mnt"
+expect_fail "--threads" -- --threads=many "${S[@]}" "${C[@]}" "$WORK/mnt"
+expect_fail "--cas-threshold" -- --cas-threshold=12X "${S[@]}" "${C[@]}" "$WORK/mnt"
+expect_fail "unrecognized option" -- --bogus "${S[@]}" "${C[@]}" "$WORK/mnt"
+expect_fail "LAYOUTD_SHARDS=3 does not match the 1 content dir" LAYOUTD_SHARDS=3 -- "${S[@]}" "${C[@]}" "$WORK/mnt"
+expect_fail "LAYOUTD_SHARDS=x" LAYOUTD_SHARDS=x -- "${S[@]}" "${C[@]}" "$WORK/mnt"
+expect_fail "bad FUSE options" -- -o no_such_option "${S[@]}" "${C[@]}" "$WORK/mnt"
+
+# A state filesystem without user xattrs (ramfs has none) is refused.
+mkdir -p "$WORK/ramfs"
+if mount -t ramfs ramfs "$WORK/ramfs" 2>/dev/null; then
+    mkdir "$WORK/ramfs/state"
+    expect_fail "does not take user xattrs" -- --state "$WORK/ramfs/state" "${C[@]}" "$WORK/mnt"
+else
+    log "no ramfs: skipping the xattr-less state check"
+fi
+
+# Sizes take binary suffixes, LAYOUTD_SHARDS may repeat the count, --help works.
+"$WSFS" --help | grep -q -- "--cas-threshold" || fail "--help"
+LAYOUTD_SHARDS=1 wsfs_start ok --cas-threshold=1MiB --batch-ms=0 --foreground
+echo x > "$WORK/ok/mnt/x"
+wsfs_stop ok "$WSFS_PID"
+grep -q "cas-threshold=1048576" "$WORK/ok/log" || fail "1MiB not parsed: $(cat "$WORK/ok/log")"
+
+# Without --stats-file (as a supervisor may run it): writes commit and a
+# SIGTERM stops it cleanly.
+mkdir -p "$WORK/nostats/state" "$WORK/nostats/mnt"
+"$WSFS" --state "$WORK/nostats/state" --content "$WORK/content" "$WORK/nostats/mnt" 2>"$WORK/nostats/log" &
+pid=$!
+track_pid "$pid"
+wait_for 10 _wsfs_up "$pid" "$WORK/nostats/mnt" || fail "no-stats daemon did not come up"
+for i in 1 2 3; do echo "$i" > "$WORK/nostats/mnt/f$i"; done
+assert_eq 3 "$(cat "$WORK/nostats/mnt/f3")" "no-stats read back"
+wsfs_stop nostats "$pid"
+log "ok"
