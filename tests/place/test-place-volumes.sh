@@ -41,6 +41,8 @@ on_cleanup "'$DRIVER' '$LAYOUT' teardown >/dev/null 2>&1"
 
 drv() { "$DRIVER" "$LAYOUT" "$@"; }
 n_mounted() { findmnt -rn -o TARGET | grep -c "^$ROOT/volumes/state-" || true; }
+# Only our own mounts: other tests mount and unmount on this machine too.
+our_mounts() { findmnt -rn -o TARGET | grep "^$WORK/" | sort || true; }
 n_loops() { losetup -n -O BACK-FILE | grep -c "^$ROOT/images/state-" || true; }
 
 drv apply || fail "initial apply"
@@ -76,7 +78,7 @@ assert_eq 8 "$(n_mounted)" "mounted state volumes at max_volumes"
 
 # The 25th: refused, explained, nothing changed.
 before=$(sha256sum "$ROOT/layoutd-state.json")
-mounts_before=$(findmnt -rn -o TARGET | sort)
+mounts_before=$(our_mounts)
 set +e
 msg=$(drv create ws25 2>&1 >/dev/null)
 rc=$?
@@ -88,7 +90,7 @@ case "$msg" in
 *) fail "unclear refusal: $msg" ;;
 esac
 assert_eq "$before" "$(sha256sum "$ROOT/layoutd-state.json")" "record after the refusal"
-assert_eq "$mounts_before" "$(findmnt -rn -o TARGET | sort)" "mounts after the refusal"
+assert_eq "$mounts_before" "$(our_mounts)" "mounts after the refusal"
 assert_eq 8 "$(n_loops)" "loop devices after the refusal"
 [ -z "$(find "$ROOT/volumes" -maxdepth 3 -name ws25)" ] || fail "ws25 left a directory"
 drv why ws25 >&2
