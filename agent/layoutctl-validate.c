@@ -7,15 +7,17 @@
 #include <getopt.h>
 #include <json-c/json.h>
 #include <stdio.h>
+#include <sys/stat.h>
 
 #include "layout.h"
 #include "layoutctl.h"
 
 static void validate_usage(FILE *f) {
     fprintf(f,
-            "Usage: layoutctl validate [--show] [--json] FILE...\n"
+            "Usage: layoutctl validate [--show] [--json] FILE|DIR...\n"
             "\n"
-            "Checks each layout file. Errors go to stderr as FILE:LINE:COLUMN: error: MESSAGE,\n"
+            "Checks each layout file (for a directory such as /etc/layoutd/layouts.d: the one\n"
+            "*.yaml in it; more than one is an error). Errors go to stderr as FILE:LINE:COLUMN: error: MESSAGE,\n"
             "every error of every file, not only the first.\n"
             "\n"
             "  --show   print the normalised effective layout (defaults filled in) as YAML\n"
@@ -94,7 +96,17 @@ int layoutctl_validate(int argc, char **argv, const LayoutctlGlobals *g) {
         const char *file = argv[i];
         LayoutErrors errors = {};
         _cleanup_(layout_freep) Layout *l = NULL;
-        int r = layout_parse_file(file, &l, &errors);
+        _cleanup_free_ char *found = NULL;
+        struct stat st;
+        int r = 0;
+        /* A layout directory (layouts.d): check what the agent would load. */
+        if (stat(file, &st) == 0 && S_ISDIR(st.st_mode)) {
+            r = layout_find_in_dir(file, &found, &errors);
+            if (r >= 0)
+                file = found;
+        }
+        if (r >= 0)
+            r = layout_parse_file(file, &l, &errors);
         if (r == -ENOMEM) {
             fprintf(stderr, "layoutctl validate: out of memory\n");
             layout_errors_clear(&errors);

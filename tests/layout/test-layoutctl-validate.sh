@@ -41,6 +41,15 @@ grep -q '^layouts/default.yaml: valid$' "$WORK/out" || fail "mixed: default.yaml
 rc=0; "$ctl" validate "$WORK/nope.yaml" 2>/dev/null || rc=$?
 [ "$rc" -eq 1 ] || fail "missing file: exit $rc"
 
+# 4b. a layout directory: the one *.yaml in it; two is an error
+mkdir "$WORK/layouts.d"
+cp layouts/default.yaml "$WORK/layouts.d/host.yaml"
+"$ctl" validate "$WORK/layouts.d" | grep -qx "$WORK/layouts.d/host.yaml: valid" || fail "layouts.d with one file"
+cp layouts/dev-dir.yaml "$WORK/layouts.d/other.yaml"
+rc=0; "$ctl" validate "$WORK/layouts.d" >/dev/null 2>"$WORK/err" || rc=$?
+[ "$rc" -eq 1 ] || fail "layouts.d with two files: exit $rc"
+grep -q "more than one layout" "$WORK/err" || fail "layouts.d with two files: message"
+
 # 5. usage errors: exit 2
 for args in "" "validate" "validate --bogus x" "frobnicate" "--bogus"; do
     rc=0; "$ctl" $args >/dev/null 2>&1 || rc=$?
