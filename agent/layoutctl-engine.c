@@ -8,6 +8,7 @@
 #include "layoutctl-engine.h"
 #include "layoutctl.h"
 #include "util.h"
+#include "vdo-apply.h"
 
 static void print_layout_errors(const LayoutErrors *e) {
     for (size_t i = 0; i < e->n; i++)
@@ -21,6 +22,8 @@ int engine_context_open(EngineContext *c, const char *layout_path, const char *r
     int r;
 
     *c = (EngineContext) { .lock_fd = -EBADF };
+    /* vdo-xfs volumes are set up by src/vdo, through apply's hook. */
+    vdo_apply_register();
     if (!layout_path) {
         r = layout_find_in_dir(LAYOUTCTL_DEFAULT_LAYOUT_DIR, &found, &errors);
         if (r < 0) {

@@ -1,0 +1,21 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+#pragma once
+
+/*
+ * The vdo-xfs step of apply (src/apply's ApplyVdoHandler hook): record the
+ * intent, bring the block layer up (vdo-volume.h), mkfs.xfs -K on a blank
+ * VDO device this agent formatted, mount without `discard`. Whoever runs
+ * apply (layoutctl, the agent) calls vdo_apply_register() once.
+ */
+
+#include <stdbool.h>
+
+#include "apply.h"
+
+/* The ApplyVdoHandler. Returns: <0 on error (what this call made is undone;
+ * *ret_message says why), 0 (*ret_changed says whether anything changed). */
+int vdo_apply_handler(const Layout *l, const PlanStep *step, StateRecord *record, const char *record_path,
+                      bool *ret_changed, char **ret_message, void *userdata);
+
+/* apply_set_vdo_handler(vdo_apply_handler, NULL). */
+void vdo_apply_register(void);
