@@ -13,6 +13,8 @@
 # Everything is made below $WORK (tests/lib/common.sh) on the root
 # filesystem and torn down on exit, also on failure.
 TEST_NAME=bench-flushscope
+# ctest sets LAYOUTD_TESTS; run by hand, find the tests dir from here.
+: "${LAYOUTD_TESTS:=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)}"
 . "$LAYOUTD_TESTS/lib/common.sh"
 require_root
 require_loop

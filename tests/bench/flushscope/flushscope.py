@@ -41,9 +41,9 @@ ARM_DOC = {
 }
 PROFILES = {
     # < 3 minutes on the 2-core CI machine, whatever the noise.
-    "smoke": dict(ns=[1, 3], repeats=1, files=300, fio_size="32M", fio_runtime=1),
+    "smoke": dict(ns=[1, 3], repeats=1, files=200, fio_size="16M", fio_runtime=1),
     # The scale the full run used on this machine (docs/benchmarks.md).
-    "full": dict(ns=[1, 3, 6, 9, 21], repeats=2, files=1000, fio_size="256M", fio_runtime=8),
+    "full": dict(ns=[1, 3, 6, 9, 21], repeats=3, files=800, fio_size="256M", fio_runtime=5),
 }
 PUBLISHED_FILES = 8000
 BOOTSTRAP = 5000
@@ -703,11 +703,11 @@ def report(out):
         L.append("fio (one workspace: its FUSE mount vs a directory on the same state volume; "
                  "the reference daemon's cost, not layoutd's):")
         L.append("")
-        L.append("| job | where | ok | MB/s | IOPS | clat p50 | clat p99 | FUSE/native MB/s |")
-        L.append("|---|---|---|---|---|---|---|---|")
+        L.append("| job | where | ok | MB/s | IOPS | clat p50 | clat p99 | fsync p50 / p99 | FUSE/native MB/s |")
+        L.append("|---|---|---|---|---|---|---|---|---|")
         for r in fio:
             if r.get("where") == "setup":
-                L.append(f"| setup | – | no: {r.get('error')} | | | | | |")
+                L.append(f"| setup | – | no: {r.get('error')} | | | | | | |")
                 continue
             side = r.get("write") or r.get("read") or {}
             if r.get("read") and r.get("write"):  # mixed: report both
@@ -722,10 +722,12 @@ def report(out):
                     ns_ = {"bw_MBps": nat["read"]["bw_MBps"] + nat["write"]["bw_MBps"]}
                 if ns_ and side and ns_["bw_MBps"]:
                     ratio = f"{side['bw_MBps'] / ns_['bw_MBps']:.2f}"
+            sy = r.get("sync") or {}
+            sync = f"{fmt_us(sy['p50_us'])} / {fmt_us(sy['p99_us'])}" if sy.get("n") else ""
             okc = "yes" if r["ok"] else f"no: {str(r.get('error', ''))[:80]}"
             L.append(f"| {r['job']} | {r['where']} | {okc} | {fmt(side.get('bw_MBps'), 1)} | "
                      f"{fmt(side.get('iops'), 0)} | {fmt_us(side.get('clat_p50_us'))} | "
-                     f"{fmt_us(side.get('clat_p99_us'))} | {ratio} |")
+                     f"{fmt_us(side.get('clat_p99_us'))} | {sync} | {ratio} |")
         L.append("")
     text = "\n".join(L) + "\n"
     with open(f"{out}/summary.md", "w") as f:
@@ -756,7 +758,7 @@ set ylabel "median completion time per workspace (s)"
 set key top left
 set grid
 set xtics ({", ".join(str(n) for n in sorted({r['n'] for r in rows}))})
-set xrange [0:*]
+set xrange [0:{max(r['n'] for r in rows) + 1}]
 set yrange [0:*]
 plot {plots}
 """
@@ -780,6 +782,8 @@ def machine():
 
 
 def cmd_run(a):
+    if not os.path.isabs(a.work) or not os.path.isdir(a.work) or os.path.realpath(a.work) == "/":
+        sys.exit(f"--work must be an existing absolute directory other than /, not '{a.work}'")
     prof = PROFILES[a.profile]
     c = argparse.Namespace(**vars(a))
     c.ns = [int(x) for x in a.ns.split(",")] if a.ns else prof["ns"]
@@ -811,8 +815,8 @@ def cmd_run(a):
     signal.signal(signal.SIGINT, on_signal)
     failed = 0
     t0 = time.monotonic()
-    with open(f"{a.out}/arms.jsonl", "w") as c.out_arms:
-        for rep in range(c.repeats):
+    with open(f"{a.out}/arms.jsonl", "a" if a.fio_only else "w") as c.out_arms:
+        for rep in range(0 if a.fio_only else c.repeats):
             for n in c.ns:
                 order = list(c.arms)
                 random.Random(c.seed * 7919 + rep * 101 + n).shuffle(order)
@@ -854,6 +858,7 @@ def main():
     r.add_argument("--seed", type=int, default=1)
     r.add_argument("--arm-timeout", type=int)
     r.add_argument("--no-fio", action="store_true")
+    r.add_argument("--fio-only", action="store_true", help="skip the arms, run only the fio job set")
     q = sub.add_parser("report")
     q.add_argument("--out", required=True)
     a = p.parse_args()
