@@ -41,13 +41,15 @@ typedef struct Inode {
     atomic_uint_fast64_t copyups; /* bumped by each copy-up */
 } Inode;
 
-typedef struct Handle {
+typedef struct Handle Handle;
+struct Handle {
+    Handle *prev, *next;           /* Fs.handles, cas_lock */
     int fd;                        /* the backing file */
     int obj_fd;                    /* the CAS object serving reads, or -EBADF */
     uint64_t copyups;              /* Inode.copyups when obj_fd was opened */
     bool writable;
     atomic_uint_fast64_t recorded; /* the batch this handle's writes last joined */
-} Handle;
+};
 
 typedef struct DirHandle {
     DIR *dp;
@@ -59,6 +61,7 @@ struct Fs {
     FsConfig cfg;
     Inode root;
     void *table;
+    Handle *handles;   /* open at unmount: the kernel drops pending RELEASEs */
     pthread_mutex_t table_lock, cas_lock;
     Committer *committer;
     uid_t euid;
@@ -298,6 +301,10 @@ static int open_handle(Fs *fs, Inode *i, int flags, int fd, Handle **ret) {
             r = h->obj_fd;
     }
     if (r >= 0) {
+        h->next = fs->handles;
+        if (h->next)
+            h->next->prev = h;
+        fs->handles = h;
         i->opens++;
         if (writable) {
             i->writers++;
@@ -557,6 +564,12 @@ static void op_release(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi
     Inode *i = inode_of(fs, ino);
 
     pthread_mutex_lock(&fs->cas_lock);
+    if (h->prev)
+        h->prev->next = h->next;
+    else
+        fs->handles = h->next;
+    if (h->next)
+        h->next->prev = h->prev;
     i->opens--;
     if (h->writable)
         i->writers--;
@@ -760,6 +773,12 @@ static void inode_free(void *p) {
 void fs_free(Fs *fs) {
     if (!fs)
         return;
+    for (Handle *h = fs->handles, *n; h; h = n) {
+        n = h->next;
+        safe_close(h->fd);
+        safe_close(h->obj_fd);
+        free(h);
+    }
     tdestroy(fs->table, inode_free);
     pthread_mutex_destroy(&fs->table_lock);
     pthread_mutex_destroy(&fs->cas_lock);
