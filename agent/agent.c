@@ -9,6 +9,8 @@
 #include <inttypes.h>
 #include <signal.h>
 #include <stdio.h>
+#include <fcntl.h>
+#include <sys/file.h>
 #include <sys/stat.h>
 #include <systemd/sd-daemon.h>
 
@@ -87,6 +89,7 @@ int agent_new(const AgentOptions *o, Agent **ret) {
         return log_error_errno(ENOMEM, "Out of memory");
     a->options = *o;
     a->probe_pipe = -EBADF;
+    a->lock_fd = -EBADF;
     a->started_mono = now_usec(CLOCK_MONOTONIC);
 
     r = load_layout(o, &a->layout, &a->layout_path, &error);
@@ -103,6 +106,18 @@ int agent_new(const AgentOptions *o, Agent **ret) {
     r = layout_record_path(a->layout, &a->record_path);
     if (r < 0)
         return log_error_errno(r, "Out of memory");
+    /* The same lock layoutctl's plan/apply/teardown take: while the agent
+     * runs it owns the volumes, and a second agent on this root (or a
+     * layoutctl apply racing us) is refused instead of fighting over them. */
+    _cleanup_free_ char *lock = NULL;
+    if (asprintf(&lock, "%s/layoutd-state.lock", streq(a->layout->root, "/") ? "" : a->layout->root) < 0)
+        return log_error_errno(ENOMEM, "Out of memory");
+    a->lock_fd = open(lock, O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0600);
+    if (a->lock_fd < 0)
+        return log_error_errno(errno, "Failed to open %s: %m", lock);
+    if (flock(a->lock_fd, LOCK_EX | LOCK_NB) < 0)
+        return log_error_errno(errno, "%s is locked: another layoutd or a layoutctl apply/teardown works on %s",
+                               lock, a->layout->root);
     /* A record we cannot read is never overwritten: refuse to start and
      * let the operator look (docs/operations.md). */
     r = state_record_load(a->record_path, &a->record);
@@ -136,6 +151,7 @@ Agent *agent_free(Agent *a) {
     free(a->layout_hash);
     free(a->last_reload_error);
     free(a->record_path);
+    safe_close(a->lock_fd);
     free(a->socket_path);
     sd_event_unref(a->event);
     free(a);
@@ -216,8 +232,25 @@ static void on_all_stopped(Supervisor *s, void *userdata) {
     (void) sd_event_exit(a->event, 0);
 }
 
+/* `touch /run/layoutd/restart && systemctl restart layoutd` (or
+ * LAYOUTD_KEEP_DAEMONS=1 in the environment) turns the next SIGTERM into a
+ * detach: with KillMode=process, systemd only signals us, so the FUSE daemons
+ * keep serving and the restarted agent re-adopts them. docs/supervision.md. */
+#define RESTART_FLAG "/run/layoutd/restart"
+
+static bool keep_daemons_on_stop(void) {
+    const char *e = getenv("LAYOUTD_KEEP_DAEMONS");
+    return (e && streq(e, "1")) || access(RESTART_FLAG, F_OK) == 0;
+}
+
+static int on_detach_signal(sd_event_source *s, const struct signalfd_siginfo *si, void *userdata);
+
 static int on_stop_signal(sd_event_source *s, const struct signalfd_siginfo *si, void *userdata) {
     Agent *a = userdata;
+    if (keep_daemons_on_stop()) {
+        (void) unlink(RESTART_FLAG);
+        return on_detach_signal(s, si, userdata);
+    }
     if (a->stopping) {
         log_notice("Stop already in progress");
         return 0;
@@ -243,7 +276,8 @@ static int on_stop_signal(sd_event_source *s, const struct signalfd_siginfo *si,
 
 static int on_detach_signal(sd_event_source *s, const struct signalfd_siginfo *si, void *userdata) {
     Agent *a = userdata;
-    log_notice("Received SIGUSR2: exiting and leaving workspaces serving for the next agent to re-adopt");
+    log_notice("Received %s: exiting and leaving workspaces serving for the next agent to re-adopt",
+               strsignal((int) si->ssi_signo));
     (void) sd_notify(false, "STOPPING=1");
     return sd_event_exit(a->event, 0);
 }

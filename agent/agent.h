@@ -53,6 +53,7 @@ typedef struct Agent {
     usec_t last_reload_at;
 
     char *record_path;
+    int lock_fd;                 /* <root>/layoutd-state.lock, held while we run */
     StateRecord *record;
     ApplyResult *last_apply;     /* per-volume outcome of the latest apply */
 

@@ -1154,7 +1154,7 @@ static int layout_new_defaults(const char *name, Layout **ret) {
     l->api = (ApiConfig) {
         .socket_mode = 0660,
         .flush_probe_interval = 30 * USEC_PER_SEC,
-        .max_connections = 256,
+        .max_connections = 4096, /* 1,000 idle clients must not lock others out; clamped to RLIMIT_NOFILE */
         .max_body = 64 * KIB,
         .request_timeout = 10 * USEC_PER_SEC,
     };

@@ -245,7 +245,7 @@ static void test_defaults(void **state) {
     assert_string_equal(l->api.socket_group, "layoutd");
     assert_int_equal(l->api.socket_mode, 0660);
     assert_int_equal(l->api.flush_probe_interval, 30 * USEC_PER_SEC);
-    assert_int_equal(l->api.max_connections, 256);
+    assert_int_equal(l->api.max_connections, 4096);
     assert_int_equal(l->api.max_body, 64 * KIB);
     assert_int_equal(l->api.request_timeout, 10 * USEC_PER_SEC);
 }

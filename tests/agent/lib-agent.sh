@@ -1,0 +1,85 @@
+# Helpers for tests that run the real agent (source after common.sh).
+# start_agent LAYOUT [ARGS...]: starts layoutd in the foreground the way the
+# unit does (NOTIFY_SOCKET set), waits for READY=1, sets AGENT_PID.
+LAYOUTD=$LAYOUTD_BUILD_DIR/agent/layoutd
+LAYOUTCTL=$LAYOUTD_BUILD_DIR/agent/layoutctl
+WSFS=$LAYOUTD_BUILD_DIR/examples/wsfs/layoutd-wsfs
+SOCK=$WORK/api.sock
+NOTIFY_LOG=$WORK/notify.log
+AGENT_LOG=$WORK/agent.log
+PY=/usr/bin/python3
+
+start_notify_listener() {
+    [ -n "${NOTIFY_PID:-}" ] && return 0
+    "$PY" "$LAYOUTD_TESTS/agent/notify-listen.py" "$WORK/notify.sock" "$NOTIFY_LOG" &
+    NOTIFY_PID=$!
+    track_pid "$NOTIFY_PID"
+    wait_for 10 test -S "$WORK/notify.sock" || fail "notify listener did not start"
+}
+
+start_agent() {
+    local layout=$1; shift
+    start_notify_listener
+    local before=0
+    if [ -f "$NOTIFY_LOG" ]; then before=$(grep -c 'READY=1' "$NOTIFY_LOG") || true; fi
+    NOTIFY_SOCKET=$WORK/notify.sock "$LAYOUTD" --layout "$layout" --socket "$SOCK" "$@" >>"$AGENT_LOG" 2>&1 &
+    AGENT_PID=$!
+    track_pid "$AGENT_PID"
+    wait_for 120 ready_count_above "$before" || { tail -50 "$AGENT_LOG"; fail "agent did not send READY=1"; }
+}
+ready_count_above() { local n; n=$(grep -c 'READY=1' "$NOTIFY_LOG" 2>/dev/null) || true; [ "${n:-0}" -gt "$1" ]; }
+
+# api METHOD PATH [BODY]: prints the body; `st` prints the HTTP status of
+# the last call (kept in a file, since api usually runs in $(...)).
+api() {
+    local out
+    out=$(curl -s -S --max-time 30 --unix-socket "$SOCK" -X "$1" -w '\n%{http_code}' \
+        ${3:+-H 'Content-Type: application/json' --data "$3"} "http://layoutd$2")
+    printf '%s' "${out##*$'\n'}" >"$WORK/http_status"
+    printf '%s' "${out%$'\n'*}"
+}
+st() { cat "$WORK/http_status"; }
+
+# jq-like field extraction with Debian's python: jget JSON EXPR
+jget() { "$PY" -c 'import json,sys; d=json.loads(sys.argv[1]); print(eval(sys.argv[2]))' "$1" "$2"; }
+
+stop_agent() {
+    [ -n "${AGENT_PID:-}" ] || return 0
+    kill -TERM "$AGENT_PID" 2>/dev/null || true
+    local i
+    for i in $(seq 1 600); do kill -0 "$AGENT_PID" 2>/dev/null || break; sleep 0.1; done
+    kill -0 "$AGENT_PID" 2>/dev/null && fail "agent did not exit after SIGTERM"
+    wait "$AGENT_PID" 2>/dev/null || true
+    AGENT_PID=
+}
+
+# write_layout FILE [STATE_MIN] [STATE_MAX] [BOUND]: a small loop-ext4 layout below $WORK.
+write_layout() {
+    cat >"$1" <<YAML
+version: 1
+root: $WORK/root
+pools:
+  state:
+    backend: loop-ext4
+    volume_size: 64MiB
+    min_volumes: ${2:-1}
+    max_volumes: ${3:-8}
+    workspaces_per_volume: ${4:-3}
+    workspace_reserve: 4MiB
+  content:
+    backend: loop-ext4
+    volume_size: 128MiB
+    shards: 1
+workspace:
+  mount_root: $WORK/mnt
+  command: [$WSFS, --state, "{state_dir}", --content, "{content_dirs}", "{mountpoint}"]
+  restart: on-failure
+  backoff: {initial: 200ms, max: 2s, reset_after: 10s}
+  ready_timeout: 10s
+  stop_timeout: 5s
+api:
+  socket: $SOCK
+  group: layoutd-no-such-group
+  flush_probe_interval: 1s
+YAML
+}

@@ -1,0 +1,118 @@
+#!/usr/bin/env bash
+# The agent for real: started as the unit would (NOTIFY_SOCKET), every API
+# route called with curl, 21 workspaces placed through the API onto
+# elastically carved loop-ext4 volumes (bound 3 -> 7 volumes), the 25th
+# refused (pool full, max 8 x 3), /metrics through a real Prometheus parser,
+# error codes, SIGHUP with a broken layout, and a clean stop.
+TEST_NAME=agent-api
+. "$LAYOUTD_TESTS/lib/common.sh"
+. "$LAYOUTD_TESTS/agent/lib-agent.sh"
+require_root; require_loop; require_fuse; require_cmd curl; require_cmd mkfs.ext4
+[ -x "$PY" ] || skip "needs /usr/bin/python3"
+[ -x "$WSFS" ] || fail "reference daemon not built: $WSFS"
+
+L=$WORK/layout.yaml
+write_layout "$L" 2 8 3
+start_agent "$L"
+grep -q 'STATUS=' "$NOTIFY_LOG" || fail "no STATUS= line sent"
+
+# --- reads -------------------------------------------------------------
+s=$(api GET /v1/status); assert_eq 200 "$(st)" "GET /v1/status"
+for f in version uptime_seconds layout generation volumes workspaces health last_reload_error state; do
+    jget "$s" "d['$f']" >/dev/null || fail "status lacks $f: $s"
+done
+assert_eq ready "$(jget "$s" "d['state']")" "status.state"
+assert_eq 3 "$(jget "$s" "d['volumes']['up']")" "volumes up (state-0, state-1, content-0)"
+
+v=$(api GET /v1/volumes); assert_eq 200 "$(st)" "GET /v1/volumes"
+assert_eq 3 "$(jget "$v" "len(d['volumes'])")" "volume count"
+for f in name backend device direct_io filesystem uuid mountpoint size_bytes used_bytes free_bytes inodes free_inodes backing_allocated_bytes workspaces tenant writeback io; do
+    jget "$v" "d['volumes'][0]['$f']" >/dev/null 2>&1 || fail "volume lacks $f"
+done
+# direct_io is what the kernel says: compare with sysfs.
+dev=$(jget "$v" "d['volumes'][0]['device']")
+assert_eq "$(cat /sys/block/$(basename "$dev")/loop/dio)" "$( [ "$(jget "$v" "d['volumes'][0]['direct_io']")" = True ] && echo 1 || echo 0)" "direct_io matches sysfs"
+one=$(api GET /v1/volumes/state-0); assert_eq 200 "$(st)" "GET /v1/volumes/state-0"
+assert_eq state-0 "$(jget "$one" "d['name']")" "volume name"
+api GET /v1/volumes/nope >/dev/null; assert_eq 404 "$(st)" "unknown volume"
+c=$(api GET /v1/capacity); assert_eq 200 "$(st)" "GET /v1/capacity"
+assert_eq 24 "$(jget "$c" "[p for p in d['pools'] if p['pool']=='state'][0]['workspaces_available']")" "capacity before creates"
+
+# --- 21 workspaces through the API -------------------------------------
+for i in $(seq 1 21); do
+    out=$(api POST /v1/workspaces "{\"id\":\"ws-$i\"}")
+    assert_eq 201 "$(st)" "create ws-$i ($out)"
+done
+all_running() {
+    local w; w=$(api GET /v1/workspaces)
+    [ "$(jget "$w" "sum(1 for x in d['workspaces'] if x['daemon']['state']=='running')")" = 21 ]
+}
+wait_for 120 all_running || { api GET /v1/workspaces; fail "not all 21 workspaces running"; }
+w=$(api GET /v1/workspaces)
+assert_eq 7 "$(jget "$w" "len(set(x['volume'] for x in d['workspaces']))")" "21 workspaces on 7 volumes"
+assert_eq 3 "$(jget "$w" "max(x['flush_scope'] for x in d['workspaces'])")" "flush scope bound"
+assert_eq 2 "$(jget "$w" "len([x for x in d['workspaces'] if x['id']=='ws-1'][0]['neighbours'])")" "ws-1 has 2 neighbours"
+# Each mount serves files that land in its state directory.
+echo hello >"$WORK/mnt/ws-5/hello.txt"
+sd=$(jget "$w" "[x for x in d['workspaces'] if x['id']=='ws-5'][0]['state_dir']")
+assert_eq hello "$(cat "$sd/hello.txt")" "file written through ws-5's mount"
+
+# --- the pool fills: 22..24 fit, the 25th is refused, nothing changes ---
+for i in 22 23 24; do api POST /v1/workspaces "{\"id\":\"ws-$i\"}" >/dev/null; assert_eq 201 "$(st)" "create ws-$i"; done
+before=$(losetup -n -O NAME,BACK-FILE | grep -c "$WORK" || true)
+e=$(api POST /v1/workspaces '{"id":"ws-25"}')
+assert_eq 507 "$(st)" "25th create: pool full"
+jget "$e" "d['error']['message']" | grep -q max_volumes || fail "refusal does not name the setting: $e"
+assert_eq "$before" "$(losetup -n -O NAME,BACK-FILE | grep -c "$WORK" || true)" "no volume carved by a refusal"
+api GET /v1/workspaces/ws-25 >/dev/null; assert_eq 404 "$(st)" "refused workspace not recorded"
+
+# --- errors ------------------------------------------------------------
+api POST /v1/workspaces '{"id":' >/dev/null; assert_eq 400 "$(st)" "invalid JSON"
+api POST /v1/workspaces '{"id":"../etc"}' >/dev/null; assert_eq 400 "$(st)" "bad id"
+api POST /v1/workspaces '{"id":"ws-1"}' >/dev/null; assert_eq 409 "$(st)" "duplicate id"
+api GET /v1/nope >/dev/null; assert_eq 404 "$(st)" "unknown route"
+api POST /v1/workspaces/nope/restart >/dev/null; assert_eq 404 "$(st)" "restart unknown workspace"
+
+# --- restart and delete --------------------------------------------------
+pid=$(jget "$(api GET /v1/workspaces/ws-2)" "d['daemon']['pid']")
+api POST /v1/workspaces/ws-2/restart >/dev/null; assert_eq 202 "$(st)" "restart ws-2"
+restarted() { local j; j=$(api GET /v1/workspaces/ws-2); [ "$(jget "$j" "d['daemon']['state']")" = running ] && [ "$(jget "$j" "d['daemon']['pid']")" != "$pid" ]; }
+wait_for 30 restarted || fail "ws-2 did not come back with a new pid"
+api DELETE /v1/workspaces/ws-24 >/dev/null; assert_eq 200 "$(st)" "delete ws-24 (data kept)"
+gone() { api GET /v1/workspaces >/dev/null; [ "$(jget "$(api GET /v1/workspaces)" "len(d['workspaces'])")" = 23 ]; }
+wait_for 30 gone || fail "ws-24 not removed"
+
+# --- metrics through a real parser ----------------------------------------
+curl -s --unix-socket "$SOCK" http://layoutd/metrics >"$WORK/metrics.txt"
+"$PY" - "$WORK/metrics.txt" <<'PYEOF' || fail "metrics do not parse"
+import sys
+from prometheus_client.parser import text_string_to_metric_families
+names = {f.name for f in text_string_to_metric_families(open(sys.argv[1]).read())}
+need = {"layoutd_volume_workspaces", "layoutd_volume_free_bytes", "layoutd_volume_direct_io",
+        "layoutd_workspace_restarts", "layoutd_workspace_up", "layoutd_volume_flush_probe_seconds"}
+missing = need - names
+if missing:
+    sys.exit("missing families: %s" % sorted(missing))
+PYEOF
+wait_for 20 grep -q 'layoutd_volume_flush_probe_seconds_count{volume="state-0"} [1-9]' <(curl -s --unix-socket "$SOCK" http://layoutd/metrics) \
+    || fail "flush probe never sampled state-0"
+
+# --- SIGHUP with a broken layout: the old one keeps running -------------
+cp "$L" "$L.good"
+printf 'version: 1\nroot: %s/root\npools:\n  state:\n    backend: loop-ext4\n    workspace_per_volume: 3\n' "$WORK" >"$L"
+kill -HUP "$AGENT_PID"
+has_error() { [ "$(jget "$(api GET /v1/status)" "d['last_reload_error'] is not None")" = True ]; }
+wait_for 10 has_error || fail "reload error not shown in /v1/status"
+jget "$(api GET /v1/status)" "d['last_reload_error']['message']" | grep -q "layout.yaml:6:5" || fail "reload error lacks file:line:col"
+assert_eq 1 "$(jget "$(api GET /v1/status)" "d['generation']")" "generation unchanged after a refused reload"
+assert_eq 22 "$(jget "$(api GET /v1/workspaces)" "sum(1 for x in d['workspaces'] if x['daemon']['state']=='running')")" "workspaces still running"
+cp "$L.good" "$L"
+api POST /v1/reload >/dev/null; assert_eq 200 "$(st)" "POST /v1/reload with the good layout"
+assert_eq None "$(jget "$(api GET /v1/status)" "d['last_reload_error']")" "reload error cleared"
+
+# --- stop: no FUSE mount, no daemon left ---------------------------------
+stop_agent
+grep -q 'STOPPING=1' "$NOTIFY_LOG" || fail "no STOPPING=1"
+[ -z "$(findmnt -rn -t fuse.layoutd-wsfs -o TARGET | grep "$WORK" || true)" ] || fail "FUSE mounts left after stop"
+pgrep -f "layoutd-wsfs.*$WORK" >/dev/null && fail "daemons left after stop"
+log "OK"
