@@ -42,28 +42,31 @@ for mode in syncfs fdatasync none; do
     grep -q 'layoutd-wsfs: stats {' "$WORK/$mode/log" || fail "$mode: SIGUSR1 printed no stats"
 done
 
-# The same on a dedicated ext4 volume (a flush domain of its own), with
-# state and content pool on it and CAS on: the objects' filesystem is
-# synced before stubs are punched.
-require_cmd mkfs.ext4
+# The same on dedicated ext4 and XFS volumes (each a flush domain of its
+# own), with state and content pool on it and CAS on: the objects'
+# filesystem is synced before stubs are punched.
 require_loop
-truncate -s 512M "$WORK/ext4.img"
-mkfs.ext4 -q -F "$WORK/ext4.img"
-mkdir -p "$WORK/vol"
-mount -o loop "$WORK/ext4.img" "$WORK/vol" || skip "cannot mount a loop-backed ext4"
-mkdir -p "$WORK/vol/content" "$WORK/vol/state"
-WSFS_CONTENT=$WORK/vol/content wsfs_start ext4 --cas-threshold=64K --state "$WORK/vol/state"
-m=$WORK/ext4/mnt
-head -c $((2 * 1024 * 1024)) /dev/urandom > "$WORK/blob"
-for i in 1 2 3; do cp "$WORK/blob" "$m/blob$i"; done
-write_files ext4 50
-wait_for 20 stat_ge ext4 stubs_punched 3 || fail "ext4: stubs not punched: $(cat "$WORK/ext4/stats.json")"
-wait_for 20 all_committed ext4 53 || fail "ext4: not committed: $(cat "$WORK/ext4/stats.json")"
-log "ext4: $(cat "$WORK/ext4/stats.json")"
-assert_eq 1 "$(stat_get ext4 objects_stored)" "ext4: one object for three copies"
-assert_eq 2 "$(stat_get ext4 objects_deduplicated)" "ext4: two deduplicated"
-[ "$(stat_get ext4 flushes)" -gt 0 ] || fail "ext4: no flush"
-for i in 1 2 3; do cmp "$WORK/blob" "$m/blob$i" || fail "ext4: blob$i"; done
-assert_eq "$(stat -f -c %b "$WORK/vol")" "$(stat -f -c %b "$m")" "statfs is the ext4 volume's"
-wsfs_stop ext4 "$WSFS_PID"
+for fs in ext4 xfs; do
+    command -v "mkfs.$fs" >/dev/null || { log "no mkfs.$fs: skipping the $fs volume"; continue; }
+    truncate -s 512M "$WORK/$fs.img"
+    "mkfs.$fs" -q "$WORK/$fs.img" 2>/dev/null || "mkfs.$fs" -q -f "$WORK/$fs.img"
+    mkdir -p "$WORK/vol-$fs"
+    mount -o loop "$WORK/$fs.img" "$WORK/vol-$fs" || skip "cannot mount a loop-backed $fs"
+    mkdir -p "$WORK/vol-$fs/content" "$WORK/vol-$fs/state"
+    WSFS_CONTENT=$WORK/vol-$fs/content wsfs_start "$fs" --cas-threshold=64K --state "$WORK/vol-$fs/state"
+    m=$WORK/$fs/mnt
+    head -c $((2 * 1024 * 1024)) /dev/urandom > "$WORK/blob"
+    for i in 1 2 3; do cp "$WORK/blob" "$m/blob$i"; done
+    write_files "$fs" 50
+    wait_for 20 stat_ge "$fs" stubs_punched 3 || fail "$fs: stubs not punched: $(cat "$WORK/$fs/stats.json")"
+    wait_for 20 all_committed "$fs" 53 || fail "$fs: not committed: $(cat "$WORK/$fs/stats.json")"
+    log "$fs: $(cat "$WORK/$fs/stats.json")"
+    assert_eq 1 "$(stat_get "$fs" objects_stored)" "$fs: one object for three copies"
+    assert_eq 2 "$(stat_get "$fs" objects_deduplicated)" "$fs: two deduplicated"
+    [ "$(stat_get "$fs" flushes)" -gt 0 ] || fail "$fs: no flush"
+    [ "$(stat -c %b "$WORK/vol-$fs/state/blob1")" -lt 64 ] || fail "$fs: stub not punched"
+    for i in 1 2 3; do cmp "$WORK/blob" "$m/blob$i" || fail "$fs: blob$i"; done
+    assert_eq "$(stat -f -c %b "$WORK/vol-$fs")" "$(stat -f -c %b "$m")" "statfs is the $fs volume's"
+    wsfs_stop "$fs" "$WSFS_PID"
+done
 log "ok"
