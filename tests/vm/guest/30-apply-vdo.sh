@@ -1,0 +1,37 @@
+# layoutctl apply on a layout with a vdo-xfs content pool and a loop-xfs
+# state pool, as an operator would run it (layoutctl from the .deb), then
+# teardown of the loop volume, and the vdo volume taken down by src/vdo.
+. "$LAYOUTD_VM_HOME/guest/lib.sh"
+command -v layoutctl >/dev/null || skip "layoutctl not installed"
+data_mount
+root=/srv/data/apply-root
+on_exit "layoutctl teardown --layout /tmp/l.yaml >/dev/null 2>&1; umount $root/volumes/content-0 2>/dev/null; vdo-smoke down content-0 $root/images/content-0.img"
+cat >/tmp/l.yaml <<YAML
+version: 1
+root: $root
+pools:
+  state:
+    backend: loop-xfs
+    volume_size: 512MiB
+    min_volumes: 1
+    max_volumes: 2
+    workspaces_per_volume: 4
+  content:
+    backend: vdo-xfs
+    volume_size: 6GiB
+    shards: 1
+    mount_options: noatime
+    vdo:
+      logical_size: 16GiB
+workspace:
+  command: [/bin/true]
+YAML
+layoutctl apply --layout /tmp/l.yaml
+findmnt -n -o SOURCE,FSTYPE "$root/volumes/content-0" | tee m.out
+grep -q '/dev/mapper/layoutd-content-0 xfs' m.out || fail "content-0 is not XFS on the vdo device"
+findmnt -n "$root/volumes/state-0" >/dev/null || fail "state-0 not mounted"
+# idempotent: a second apply changes nothing
+layoutctl apply --layout /tmp/l.yaml --json >again.json
+grep -Eq '"ok": *true' again.json || fail "second apply not ok: $(cat again.json)"
+! grep -Eq '"outcome": *"changed"' again.json || fail "second apply changed something: $(cat again.json)"
+log "ok"

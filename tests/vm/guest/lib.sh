@@ -1,0 +1,22 @@
+# Helpers for the in-guest tests (sourced). Each test runs as root in the
+# VM, with udevd and systemd running, and tears down what it made.
+set -euo pipefail
+B=$LAYOUTD_VM_HOME/bin
+log() { printf '[%s] %s\n' "$(basename "$0" .sh)" "$*"; }
+fail() { log "FAIL: $*"; exit 1; }
+skip() { log "SKIP: $*"; exit 77; }
+# kv FILE KEY: the value of KEY=... in FILE
+kv() { sed -n "s/^$2=//p" "$1" | head -n1; }
+_cleanups=()
+on_exit() { _cleanups=("$1" "${_cleanups[@]}"); }
+_run_cleanups() { set +e; for c in "${_cleanups[@]}"; do eval "$c"; done; }
+trap _run_cleanups EXIT
+cd "$(mktemp -d /tmp/layoutd-vm-test.XXXXXX)"
+# The data disk (second virtio drive), one ext4 for all tests' files.
+data_mount() {
+    if ! findmnt -n /srv/data >/dev/null; then
+        mkdir -p /srv/data
+        blkid -p /dev/vdb >/dev/null 2>&1 || mkfs.ext4 -q /dev/vdb
+        mount /dev/vdb /srv/data
+    fi
+}
