@@ -64,7 +64,7 @@ static json_object *volume_to_json(Agent *a, const VolumeObservation *v) {
     bool up = v->backend == BACKEND_DIR ? v->dir_exists : v->mounted_ours;
 
     J_ADD(o, "name", jstr(v->name));
-    J_ADD(o, "pool", jstr(pool_role_to_string(v->role)));
+    J_ADD(o, "role", jstr(pool_role_to_string(v->role)));
     J_ADD(o, "backend", jstr(backend_to_string(v->backend)));
     J_ADD(o, "declared", json_object_new_boolean(v->declared));
     const char *state = up ? "up" : "down";
@@ -73,6 +73,11 @@ static json_object *volume_to_json(Agent *a, const VolumeObservation *v) {
     else if (ap && ap->outcome == APPLY_OUTCOME_REFUSED)
         state = "refused";
     J_ADD(o, "state", jstr(state));
+    /* ok: in service as asked; degraded: in service, but not as the layout
+     * asks (direct I/O refused); failed: out of service (see message). */
+    bool dio_missing = v->attached && !v->loop.direct_io && layout_pool(a->layout, v->role) &&
+                       layout_pool(a->layout, v->role)->direct_io;
+    J_ADD(o, "health", jstr(!up ? "failed" : dio_missing ? "degraded" : "ok"));
     J_ADD(o, "message", ap && ap->message ? jstr(ap->message) : NULL);
     J_ADD(o, "device", v->attached ? jstr(v->loop.node) : NULL);
     /* Read back from the kernel (sysfs loop/dio), never from the layout. */
@@ -81,7 +86,7 @@ static json_object *volume_to_json(Agent *a, const VolumeObservation *v) {
                                         ? json_object_new_boolean(layout_pool(a->layout, v->role)->direct_io)
                                         : NULL);
     J_ADD(o, "logical_block_size", v->attached ? json_object_new_int64(v->loop.logical_block_size) : NULL);
-    J_ADD(o, "filesystem", v->probed ? jstr(v->probe.type) : rec ? jstr(rec->fs_type) : NULL);
+    J_ADD(o, "fs_type", v->probed ? jstr(v->probe.type) : rec ? jstr(rec->fs_type) : NULL);
     J_ADD(o, "uuid", v->probed ? jstr(v->probe.uuid) : rec ? jstr(rec->fs_uuid) : NULL);
     J_ADD(o, "label", v->probed ? jstr(v->probe.label) : NULL);
     J_ADD(o, "mountpoint", jstr(v->mount_path));
@@ -101,7 +106,7 @@ static json_object *volume_to_json(Agent *a, const VolumeObservation *v) {
     const char *tenant;
     bool mixed;
     json_object *ws = volume_workspaces(a, v->name, &tenant, &mixed);
-    J_ADD(o, "workspace_count", json_object_new_int64((int64_t) json_object_array_length(ws)));
+    J_ADD(o, "flush_scope", json_object_new_int64((int64_t) json_object_array_length(ws)));
     J_ADD(o, "workspaces", ws);
     J_ADD(o, "tenant", jstr(tenant));
     if (mixed)
@@ -169,6 +174,8 @@ static json_object *workspace_to_json(Agent *a, const WorkspaceRecord *w) {
     json_object *o = json_object_new_object();
     J_ADD(o, "id", jstr(w->id));
     J_ADD(o, "tenant", jstr(w->tenant));
+    J_ADD(o, "quota_bytes", json_object_new_uint64(w->quota));
+    J_ADD(o, "created_at", json_object_new_int64((int64_t) (w->created_at / USEC_PER_SEC)));
     J_ADD(o, "active", json_object_new_boolean(w->active));
     J_ADD(o, "volume", jstr(w->volume));
     J_ADD(o, "state_dir", jstr(w->state_dir));
@@ -379,8 +386,10 @@ static int op_delete_workspace(void *userdata, const char *id, bool destroy_data
     }
     json_object *o = json_object_new_object();
     J_ADD(o, "id", jstr(id));
+    J_ADD(o, "removed", json_object_new_boolean(true));
+    J_ADD(o, "data_destroyed", json_object_new_boolean(destroy_data));
+    /* The daemon stops first; the record and data follow when it is gone. */
     J_ADD(o, "state", jstr(r == -ENOENT ? "removed" : "stopping"));
-    J_ADD(o, "destroy_data", json_object_new_boolean(destroy_data));
     *ret = o;
     return 0;
 }
@@ -401,7 +410,7 @@ static int op_restart_workspace(void *userdata, const char *id, json_object **re
     log_info("workspace %s: restart requested through the API", id);
     json_object *o = json_object_new_object();
     J_ADD(o, "id", jstr(id));
-    J_ADD(o, "state", jstr("restarting"));
+    J_ADD(o, "restarting", json_object_new_boolean(true));
     *ret = o;
     return 0;
 }
@@ -409,12 +418,15 @@ static int op_restart_workspace(void *userdata, const char *id, json_object **re
 static int op_reload(void *userdata, json_object **ret, ApiError *err) {
     Agent *a = userdata;
     _cleanup_free_ char *error = NULL;
+    uint64_t generation = a->generation;
     int r = agent_reload(a, &error);
     if (r < 0) {
         set_error(err, 400, "invalid_layout", "%s", error ? error : "invalid layout");
         return r;
     }
     json_object *o = json_object_new_object();
+    J_ADD(o, "reloaded", json_object_new_boolean(true));
+    J_ADD(o, "changed", json_object_new_boolean(a->generation != generation));
     J_ADD(o, "generation", json_object_new_uint64(a->generation));
     J_ADD(o, "layout_hash", jstr(a->layout_hash));
     *ret = o;
@@ -426,49 +438,81 @@ static int op_status(void *userdata, json_object **ret, ApiError *err) {
     json_object *o = json_object_new_object();
     usec_t now = now_usec(CLOCK_MONOTONIC);
     J_ADD(o, "version", jstr(LAYOUTD_VERSION));
-    J_ADD(o, "uptime_seconds", json_object_new_double((double) (now - a->started_mono) / USEC_PER_SEC));
     J_ADD(o, "state", jstr(a->stopping ? "stopping" : a->ready ? "ready" : "starting"));
+    J_ADD(o, "pid", json_object_new_int(getpid()));
+    J_ADD(o, "uptime_sec", json_object_new_int64((int64_t) ((now - a->started_mono) / USEC_PER_SEC)));
     json_object *l = json_object_new_object();
-    J_ADD(l, "file", jstr(a->layout_path));
+    J_ADD(l, "path", jstr(a->layout_path));
     J_ADD(l, "hash", jstr(a->layout_hash));
     J_ADD(l, "root", jstr(a->layout->root));
     J_ADD(o, "layout", l);
     J_ADD(o, "generation", json_object_new_uint64(a->generation));
 
+    json_object *problems = json_object_new_array();
     size_t total = a->last_apply ? a->last_apply->n_volumes : 0, up = agent_volumes_up(a);
+    for (size_t i = 0; i < total; i++) {
+        const ApplyVolumeResult *v = &a->last_apply->volumes[i];
+        if (v->outcome == APPLY_OUTCOME_FAILED || v->outcome == APPLY_OUTCOME_REFUSED) {
+            json_object *p = json_object_new_object();
+            J_ADD(p, "volume", jstr(v->volume));
+            J_ADD(p, "message", jstr(v->message ? v->message : apply_outcome_to_string(v->outcome)));
+            json_object_array_add(problems, p);
+        }
+        for (char **n = v->notes; n && *n; n++) {
+            json_object *p = json_object_new_object();
+            J_ADD(p, "volume", jstr(v->volume));
+            J_ADD(p, "message", jstr(*n));
+            json_object_array_add(problems, p);
+        }
+    }
     json_object *v = json_object_new_object();
     J_ADD(v, "total", json_object_new_int64((int64_t) total));
-    J_ADD(v, "up", json_object_new_int64((int64_t) up));
-    J_ADD(v, "failed", json_object_new_int64((int64_t) (total - up)));
+    J_ADD(v, "ok", json_object_new_int64((int64_t) up));
+    J_ADD(v, "degraded", json_object_new_int64((int64_t) (total - up)));
     J_ADD(o, "volumes", v);
 
     size_t counts[_SUPERVISOR_STATE_MAX] = {}, n = a->supervisor ? supervisor_count(a->supervisor) : 0;
     for (size_t i = 0; i < n; i++) {
         WorkspaceStatus st;
-        if (supervisor_get_status_by_index(a->supervisor, i, &st) >= 0 && st.state >= 0 &&
-            st.state < _SUPERVISOR_STATE_MAX)
-            counts[st.state]++;
+        if (supervisor_get_status_by_index(a->supervisor, i, &st) < 0 || st.state < 0 || st.state >= _SUPERVISOR_STATE_MAX)
+            continue;
+        counts[st.state]++;
+        if (st.state == SUPERVISOR_FAILED) {
+            json_object *p = json_object_new_object();
+            J_ADD(p, "workspace", jstr(st.id));
+            J_ADD(p, "message", jstr("the FUSE daemon hit its crash-loop limit; `layoutctl restart` brings it back"));
+            json_object_array_add(problems, p);
+        }
     }
     json_object *w = json_object_new_object(), *by = json_object_new_object();
     J_ADD(w, "total", json_object_new_int64((int64_t) n));
+    J_ADD(w, "running", json_object_new_int64((int64_t) counts[SUPERVISOR_RUNNING]));
+    J_ADD(w, "failed", json_object_new_int64((int64_t) counts[SUPERVISOR_FAILED]));
     for (SupervisorState s = 0; s < _SUPERVISOR_STATE_MAX; s++)
         J_ADD(by, supervisor_state_to_string(s), json_object_new_int64((int64_t) counts[s]));
     J_ADD(w, "by_state", by);
     J_ADD(o, "workspaces", w);
 
-    bool healthy = up == total && counts[SUPERVISOR_FAILED] == 0 && counts[SUPERVISOR_BACKOFF] == 0;
-    J_ADD(o, "health", jstr(healthy ? "ok" : "degraded"));
     if (a->last_reload_error) {
         json_object *e = json_object_new_object();
         J_ADD(e, "message", jstr(a->last_reload_error));
-        J_ADD(e, "at_usec", json_object_new_uint64(a->last_reload_at));
+        J_ADD(e, "at", json_object_new_int64((int64_t) (a->last_reload_at / USEC_PER_SEC)));
         J_ADD(o, "last_reload_error", e);
+        json_object *p = json_object_new_object();
+        J_ADD(p, "message", jstr("the last reload was refused; the previous layout keeps running"));
+        json_object_array_add(problems, p);
     } else
         J_ADD(o, "last_reload_error", NULL);
+    bool healthy = up == total && counts[SUPERVISOR_FAILED] == 0 && counts[SUPERVISOR_BACKOFF] == 0;
+    J_ADD(o, "health", jstr(healthy ? "ok" : "degraded"));
+    J_ADD(o, "problems", problems);
     *ret = o;
     return 0;
 }
 
+/* What a cluster scheduler reads to place workspaces onto hosts: per pool,
+ * how many more workspaces fit before its maximum (free slots in the
+ * volumes that are up, plus those of volumes it may still carve). */
 static int op_capacity(void *userdata, json_object **ret, ApiError *err) {
     Agent *a = userdata;
     _cleanup_(observation_freep) Observation *obs = NULL;
@@ -476,12 +520,13 @@ static int op_capacity(void *userdata, json_object **ret, ApiError *err) {
     if (r < 0)
         return r;
     json_object *pools = json_object_new_array();
+    uint64_t host_free_slots = 0;
     for (PoolRole role = 0; role < _POOL_ROLE_MAX; role++) {
         const Pool *p = layout_pool(a->layout, role);
         if (!p)
             continue;
         json_object *o = json_object_new_object();
-        uint64_t free_bytes = 0, slots = 0;
+        uint64_t size = 0, used = 0, free_bytes = 0, free_slots = 0, workspaces = 0;
         unsigned volumes = 0;
         for (size_t i = 0; i < obs->n; i++) {
             const VolumeObservation *v = &obs->volumes[i];
@@ -489,32 +534,41 @@ static int op_capacity(void *userdata, json_object **ret, ApiError *err) {
                 continue;
             volumes++;
             bool up = v->backend == BACKEND_DIR ? v->dir_exists : v->mounted_ours;
-            if (!up)
-                continue;
-            if (v->has_statvfs)
+            if (v->has_statvfs) {
+                size += v->fs_size;
+                used += v->fs_used;
                 free_bytes += v->fs_avail;
-            size_t used = state_record_count_workspaces(a->record, v->name);
-            if (role == POOL_STATE && used < p->workspaces_per_volume)
-                slots += p->workspaces_per_volume - used;
+            }
+            if (role != POOL_STATE)
+                continue;
+            size_t n = state_record_count_workspaces(a->record, v->name);
+            workspaces += n;
+            if (up && n < p->workspaces_per_volume)
+                free_slots += p->workspaces_per_volume - n;
         }
-        unsigned carvable = role == POOL_STATE && p->max_volumes > volumes ? p->max_volumes - volumes : 0;
-        J_ADD(o, "pool", jstr(pool_role_to_string(role)));
+        J_ADD(o, "role", jstr(pool_role_to_string(role)));
         J_ADD(o, "backend", jstr(backend_to_string(p->backend)));
         J_ADD(o, "volumes", json_object_new_int64(volumes));
-        J_ADD(o, "max_volumes", json_object_new_int64(role == POOL_STATE ? p->max_volumes : p->shards));
-        J_ADD(o, "workspaces_per_volume", role == POOL_STATE ? json_object_new_int64(p->workspaces_per_volume) : NULL);
-        if (role == POOL_STATE) {
-            J_ADD(o, "free_slots", json_object_new_uint64(slots));
-            J_ADD(o, "carvable_volumes", json_object_new_int64(carvable));
-            /* What a scheduler reads: how many more workspaces this host takes. */
-            J_ADD(o, "workspaces_available", json_object_new_uint64(slots + (uint64_t) carvable * p->workspaces_per_volume));
-        }
+        J_ADD(o, "size_bytes", json_object_new_uint64(size));
+        J_ADD(o, "used_bytes", json_object_new_uint64(used));
         J_ADD(o, "free_bytes", json_object_new_uint64(free_bytes));
-        J_ADD(o, "carvable_bytes", json_object_new_uint64((uint64_t) carvable * p->volume_size));
+        if (role == POOL_STATE) {
+            unsigned carvable = p->max_volumes > volumes ? p->max_volumes - volumes : 0;
+            free_slots += (uint64_t) carvable * p->workspaces_per_volume;
+            J_ADD(o, "max_volumes", json_object_new_int64(p->max_volumes));
+            J_ADD(o, "carvable_volumes", json_object_new_int64(carvable));
+            J_ADD(o, "carvable_bytes", json_object_new_uint64((uint64_t) carvable * p->volume_size));
+            J_ADD(o, "workspaces_per_volume", json_object_new_int64(p->workspaces_per_volume));
+            J_ADD(o, "workspaces", json_object_new_uint64(workspaces));
+            J_ADD(o, "workspace_slots", json_object_new_uint64((uint64_t) p->max_volumes * p->workspaces_per_volume));
+            J_ADD(o, "workspace_slots_free", json_object_new_uint64(free_slots));
+            host_free_slots += free_slots;
+        }
         json_object_array_add(pools, o);
     }
     json_object *o = json_object_new_object();
     J_ADD(o, "pools", pools);
+    J_ADD(o, "workspace_slots_free", json_object_new_uint64(host_free_slots));
     *ret = o;
     return 0;
 }

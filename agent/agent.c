@@ -17,6 +17,7 @@
 #include "agent.h"
 #include "log.h"
 #include "util.h"
+#include "vdo-apply.h"
 
 /* Formats a layout's errors as "file:line:col: message" lines. */
 static char *format_layout_errors(const LayoutErrors *errors, int r) {
@@ -124,6 +125,9 @@ int agent_new(const AgentOptions *o, Agent **ret) {
     if (r < 0)
         return log_error_errno(r, "Failed to load the record %s, not starting: %m", a->record_path);
 
+    /* vdo-xfs volumes are carried out by src/vdo through apply's hook. */
+    vdo_apply_register();
+
     r = sd_event_default(&a->event);
     if (r < 0)
         return log_error_errno(r, "Failed to allocate the event loop: %m");
@@ -212,7 +216,8 @@ int agent_reload(Agent *a, char **ret_error) {
     free(a->layout_hash);
     a->layout_hash = TAKE_PTR(hash);
     a->last_reload_error = mfree(a->last_reload_error);
-    a->generation++;
+    if (changed)
+        a->generation++;
     log_info("Reloaded layout %s (generation %" PRIu64 ", %s)", a->layout_path, a->generation,
              changed ? "changed: applying the difference" : "unchanged");
     if (changed) {

@@ -19,6 +19,7 @@ static const LayoutctlVerb verbs[] = {
     { "apply", "carve, attach, format, mount and grow the volumes", layoutctl_apply },
     { "teardown", "unmount and detach the volumes (--destroy-data: delete them)", layoutctl_teardown },
     { "repair", "resolve the safe drift cases (--forget-missing)", layoutctl_repair },
+    { "why", "explain where a workspace would be placed, and why (ID [--tenant T])", layoutctl_why },
     { "status", "the running agent's state and a summary", layoutctl_status },
     { "volumes", "list the volumes (flush domains) of the running agent", layoutctl_volumes },
     { "workspaces", "list the workspaces of the running agent", layoutctl_workspaces },

@@ -32,6 +32,7 @@ int layoutctl_plan(int argc, char **argv, const LayoutctlGlobals *g);
 int layoutctl_apply(int argc, char **argv, const LayoutctlGlobals *g);
 int layoutctl_teardown(int argc, char **argv, const LayoutctlGlobals *g);
 int layoutctl_repair(int argc, char **argv, const LayoutctlGlobals *g);
+int layoutctl_why(int argc, char **argv, const LayoutctlGlobals *g);
 /* The client verbs: HTTP to the running agent's API (layoutctl-client.c). */
 int layoutctl_status(int argc, char **argv, const LayoutctlGlobals *g);
 int layoutctl_volumes(int argc, char **argv, const LayoutctlGlobals *g);

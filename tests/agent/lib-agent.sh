@@ -9,6 +9,10 @@ NOTIFY_LOG=$WORK/notify.log
 AGENT_LOG=$WORK/agent.log
 PY=/usr/bin/python3
 
+# FUSE daemons run in their own sessions and outlive a killed agent: a
+# failing test must not leave them behind (the teardown then unmounts).
+on_cleanup 'pkill -KILL -f -- "--state $WORK/" 2>/dev/null || true'
+
 start_notify_listener() {
     [ -n "${NOTIFY_PID:-}" ] && return 0
     "$PY" "$LAYOUTD_TESTS/agent/notify-listen.py" "$WORK/notify.sock" "$NOTIFY_LOG" &

@@ -18,15 +18,15 @@ grep -q 'STATUS=' "$NOTIFY_LOG" || fail "no STATUS= line sent"
 
 # --- reads -------------------------------------------------------------
 s=$(api GET /v1/status); assert_eq 200 "$(st)" "GET /v1/status"
-for f in version uptime_seconds layout generation volumes workspaces health last_reload_error state; do
+for f in version pid uptime_sec layout generation volumes workspaces health last_reload_error state problems; do
     jget "$s" "d['$f']" >/dev/null || fail "status lacks $f: $s"
 done
 assert_eq ready "$(jget "$s" "d['state']")" "status.state"
-assert_eq 3 "$(jget "$s" "d['volumes']['up']")" "volumes up (state-0, state-1, content-0)"
+assert_eq 3 "$(jget "$s" "d['volumes']['ok']")" "volumes up (state-0, state-1, content-0)"
 
 v=$(api GET /v1/volumes); assert_eq 200 "$(st)" "GET /v1/volumes"
 assert_eq 3 "$(jget "$v" "len(d['volumes'])")" "volume count"
-for f in name backend device direct_io filesystem uuid mountpoint size_bytes used_bytes free_bytes inodes free_inodes backing_allocated_bytes workspaces tenant writeback io; do
+for f in name role backend device direct_io fs_type uuid flush_scope health mountpoint size_bytes used_bytes free_bytes inodes free_inodes backing_allocated_bytes workspaces tenant writeback io; do
     jget "$v" "d['volumes'][0]['$f']" >/dev/null 2>&1 || fail "volume lacks $f"
 done
 # direct_io is what the kernel says: compare with sysfs.
@@ -36,7 +36,7 @@ one=$(api GET /v1/volumes/state-0); assert_eq 200 "$(st)" "GET /v1/volumes/state
 assert_eq state-0 "$(jget "$one" "d['name']")" "volume name"
 api GET /v1/volumes/nope >/dev/null; assert_eq 404 "$(st)" "unknown volume"
 c=$(api GET /v1/capacity); assert_eq 200 "$(st)" "GET /v1/capacity"
-assert_eq 24 "$(jget "$c" "[p for p in d['pools'] if p['pool']=='state'][0]['workspaces_available']")" "capacity before creates"
+assert_eq 24 "$(jget "$c" "d['workspace_slots_free']")" "capacity before creates"
 
 # --- 21 workspaces through the API -------------------------------------
 for i in $(seq 1 21); do
@@ -65,6 +65,11 @@ assert_eq 507 "$(st)" "25th create: pool full"
 jget "$e" "d['error']['message']" | grep -q max_volumes || fail "refusal does not name the setting: $e"
 assert_eq "$before" "$(losetup -n -O NAME,BACK-FILE | grep -c "$WORK" || true)" "no volume carved by a refusal"
 api GET /v1/workspaces/ws-25 >/dev/null; assert_eq 404 "$(st)" "refused workspace not recorded"
+# layoutctl why explains the refusal, volume by volume, without changing anything.
+if "$LAYOUTCTL" why ws-25 --layout "$L" >"$WORK/why.txt"; then fail "why: a refused placement exited 0"; fi
+grep -q "max_volumes" "$WORK/why.txt" || fail "why does not name the setting: $(cat "$WORK/why.txt")"
+assert_eq 8 "$(grep -c 'at the bound' "$WORK/why.txt")" "why lists all 8 volumes at the bound"
+assert_eq 0 "$(jget "$(api GET /v1/capacity)" "d['workspace_slots_free']")" "capacity when full"
 
 # --- errors ------------------------------------------------------------
 api POST /v1/workspaces '{"id":' >/dev/null; assert_eq 400 "$(st)" "invalid JSON"
@@ -105,7 +110,7 @@ has_error() { [ "$(jget "$(api GET /v1/status)" "d['last_reload_error'] is not N
 wait_for 10 has_error || fail "reload error not shown in /v1/status"
 jget "$(api GET /v1/status)" "d['last_reload_error']['message']" | grep -q "layout.yaml:6:5" || fail "reload error lacks file:line:col"
 assert_eq 1 "$(jget "$(api GET /v1/status)" "d['generation']")" "generation unchanged after a refused reload"
-assert_eq 22 "$(jget "$(api GET /v1/workspaces)" "sum(1 for x in d['workspaces'] if x['daemon']['state']=='running')")" "workspaces still running"
+assert_eq 23 "$(jget "$(api GET /v1/workspaces)" "sum(1 for x in d['workspaces'] if x['daemon']['state']=='running')")" "workspaces still running"
 cp "$L.good" "$L"
 api POST /v1/reload >/dev/null; assert_eq 200 "$(st)" "POST /v1/reload with the good layout"
 assert_eq None "$(jget "$(api GET /v1/status)" "d['last_reload_error']")" "reload error cleared"

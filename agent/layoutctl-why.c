@@ -1,0 +1,141 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+/*
+ * layoutctl why ID [--tenant T] [--layout FILE] [--root DIR] [--json]
+ * Explains where a workspace would be placed now, and why: the placement
+ * policy's ranking of every state volume with the reason each was passed
+ * over. Read-only: it reads the record without taking the root's lock, so
+ * it works next to a running agent (whose next decision it predicts, the
+ * policy being deterministic).
+ */
+#include <getopt.h>
+#include <json-c/json.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "layoutctl.h"
+#include "layoutctl-engine.h"
+#include "place-workspaces.h"
+#include "util.h"
+
+static void why_usage(FILE *f) {
+    fprintf(f,
+            "Usage: layoutctl why ID [--tenant T] [--layout FILE] [--root DIR] [--json]\n"
+            "\n"
+            "Shows where workspace ID would be placed now and why: every state volume\n"
+            "ranked, or the reason it was passed over (bound, tenant, space...).\n"
+            "Changes nothing; no volume is carved.\n"
+            "\n"
+            "Exit status: 0 (placeable), 1 (it would be refused, or an error), 2 usage.\n");
+}
+
+/* Carving is only decided here, never done. */
+static int no_carve(void *userdata, PoolRole role, unsigned index, char **ret) {
+    return -EPERM;
+}
+
+int layoutctl_why(int argc, char **argv, const LayoutctlGlobals *g) {
+    enum { OPT_JSON = 0x100, OPT_LAYOUT, OPT_ROOT, OPT_TENANT };
+    static const struct option options[] = {
+        { "layout", required_argument, NULL, OPT_LAYOUT },
+        { "root", required_argument, NULL, OPT_ROOT },
+        { "tenant", required_argument, NULL, OPT_TENANT },
+        { "json", no_argument, NULL, OPT_JSON },
+        { "help", no_argument, NULL, 'h' },
+        {},
+    };
+    const char *layout_path = NULL, *root = NULL, *tenant = NULL;
+    bool json = g->json;
+    int c, r;
+
+    while ((c = getopt_long(argc, argv, "h", options, NULL)) >= 0)
+        switch (c) {
+        case OPT_LAYOUT:
+            layout_path = optarg;
+            break;
+        case OPT_ROOT:
+            root = optarg;
+            break;
+        case OPT_TENANT:
+            tenant = optarg;
+            break;
+        case OPT_JSON:
+            json = true;
+            break;
+        case 'h':
+            why_usage(stdout);
+            return LAYOUTCTL_EXIT_OK;
+        default:
+            why_usage(stderr);
+            return LAYOUTCTL_EXIT_USAGE;
+        }
+    if (optind + 1 != argc) {
+        why_usage(stderr);
+        return LAYOUTCTL_EXIT_USAGE;
+    }
+    const char *id = argv[optind];
+
+    _cleanup_(layout_freep) Layout *l = NULL;
+    _cleanup_(state_record_freep) StateRecord *record = NULL;
+    _cleanup_free_ char *found = NULL, *record_path = NULL, *text = NULL;
+    LayoutErrors errors = {};
+    if (!layout_path) {
+        r = layout_find_in_dir(LAYOUTCTL_DEFAULT_LAYOUT_DIR, &found, &errors);
+        layout_errors_clear(&errors);
+        if (r < 0) {
+            fprintf(stderr, "layoutctl: no layout in %s: %s (use --layout FILE)\n", LAYOUTCTL_DEFAULT_LAYOUT_DIR,
+                    strerror(-r));
+            return LAYOUTCTL_EXIT_FAILURE;
+        }
+        layout_path = found;
+    }
+    r = layout_parse_file(layout_path, &l, &errors);
+    layout_errors_clear(&errors);
+    if (r < 0) {
+        fprintf(stderr, "layoutctl: %s is not a valid layout (see layoutctl validate)\n", layout_path);
+        return LAYOUTCTL_EXIT_FAILURE;
+    }
+    if (root && layout_set_root(l, root) < 0) {
+        fprintf(stderr, "layoutctl: bad --root %s\n", root);
+        return LAYOUTCTL_EXIT_USAGE;
+    }
+    if (layout_record_path(l, &record_path) < 0 || state_record_load(record_path, &record) < 0) {
+        fprintf(stderr, "layoutctl: cannot read the record below %s\n", l->root);
+        return LAYOUTCTL_EXIT_FAILURE;
+    }
+
+    PlaceContext ctx = { .layout = l, .record = record, .carve = no_carve };
+    PlaceCreateRequest req = { .id = id, .tenant = tenant, .reclaim = true };
+    PlaceDecision d = {};
+    PlaceCandidate *cands = NULL;
+    size_t n = 0;
+    PlacePoolConfig cfg;
+    r = place_workspace_explain(&ctx, &req, &d, &cands, &n, &cfg);
+    if (r < 0) {
+        fprintf(stderr, "layoutctl: cannot explain a placement for '%s': %s\n", id, strerror(-r));
+        return LAYOUTCTL_EXIT_FAILURE;
+    }
+    const WorkspaceRecord *kept = state_record_find_workspace(record, id);
+    PlaceRequest preq = { .id = id, .tenant = tenant, .sticky_volume = kept && !kept->active ? kept->volume : NULL };
+    r = place_decision_format_why(&d, cands, n, &preq, &cfg, &text);
+    if (r >= 0) {
+        if (json) {
+            json_object *o = json_object_new_object();
+            json_object_object_add(o, "id", json_object_new_string(id));
+            json_object_object_add(o, "action", json_object_new_string(place_action_to_string(d.action)));
+            json_object_object_add(o, "reason", json_object_new_string(place_reason_to_string(d.reason)));
+            if (d.action == PLACE_ACTION_USE)
+                json_object_object_add(o, "volume", json_object_new_string(cands[d.candidate].name));
+            else if (d.action == PLACE_ACTION_CARVE)
+                json_object_object_add(o, "carve_index", json_object_new_int((int) d.carve_index));
+            json_object_object_add(o, "explanation", json_object_new_string(d.explanation ? d.explanation : ""));
+            json_object_object_add(o, "why", json_object_new_string(text));
+            puts(json_object_to_json_string_ext(o, JSON_C_TO_STRING_PRETTY));
+            json_object_put(o);
+        } else
+            fputs(text, stdout);
+    }
+    int exit_code = d.action == PLACE_ACTION_REFUSE ? LAYOUTCTL_EXIT_FAILURE : LAYOUTCTL_EXIT_OK;
+    free(cands);
+    place_decision_done(&d);
+    return r < 0 ? LAYOUTCTL_EXIT_FAILURE : exit_code;
+}
