@@ -15,11 +15,9 @@ layoutd() { curl -sSf --max-time 10 --unix-socket "$SOCK" "http://localhost$1"; 
 while :; do
     # Capacity = workspaces already here + workspaces that still fit: the
     # scheduler subtracts the requests of the pods bound to the node itself.
-    if cap=$(layoutd /v1/capacity) && status=$(layoutd /v1/status) &&
-        [ "$(printf '%s' "$status" | jq -r .state)" = ready ]; then
-        available=$(printf '%s' "$cap" | jq '[.pools[] | select(.pool == "state") | .workspaces_available] | add // 0')
-        placed=$(printf '%s' "$status" | jq '.workspaces.total')
-        value=$((available + placed))
+    if status=$(layoutd /v1/status) && [ "$(printf '%s' "$status" | jq -r .state)" = ready ] &&
+        cap=$(layoutd /v1/capacity); then
+        value=$(printf '%s' "$cap" | jq '[.pools[] | select(.role == "state") | .workspaces + .workspace_slots_free] | add // 0')
     else
         value=0 # agent down or starting: no new workspaces; running pods are not evicted
     fi
