@@ -386,8 +386,15 @@ int loop_device_detach(const char *node) {
             return fd;
 
         struct loop_info64 before = {};
-        if (ioctl(fd, LOOP_GET_STATUS64, &before) < 0)
-            return negative_errno(); /* ENXIO: not attached */
+        if (ioctl(fd, LOOP_GET_STATUS64, &before) < 0) {
+            /* ENXIO: not attached. On a retry that is our own earlier
+             * LOOP_CLR_FD taking effect: with udevd running, its probe held
+             * the device open, so the clear only armed autoclear, and the
+             * device was released when udev closed it. */
+            if (errno == ENXIO && attempt > 0)
+                return 0;
+            return negative_errno();
+        }
         if (had_autoclear < 0)
             had_autoclear = !!(before.lo_flags & LO_FLAGS_AUTOCLEAR);
 
