@@ -321,6 +321,10 @@ int agent_run(Agent *a) {
     if (r < 0)
         log_warning_errno(r, "Failed to enable the watchdog, ignoring: %m");
 
+    /* A restart flag is for the agent that was running when it was set:
+     * left over, it would make our next stop leave the workspaces up. */
+    (void) unlink(RESTART_FLAG);
+
     r = agent_api_start(a);
     if (r < 0)
         return r;
