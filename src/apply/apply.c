@@ -383,6 +383,19 @@ static int step_attach(VolumeSetup *s, const PlanStep *p, ApplyStepResult *sr) {
                                   info.logical_block_size);
     loop_info_done(&info);
 
+    /* A loop device's bdi keeps the writeback limits of its previous user
+     * (they survive detach). Knobs this pool leaves unset go back to the
+     * kernel's defaults; the ones it sets are written by SET_LIMITS. */
+    const WritebackLimits *w = &s->pool->writeback;
+    WritebackLimits defaults = {
+        .max_ratio = w->max_ratio < 0 && w->max_bytes == 0 ? 100 : -1,
+        .strict_limit = w->strict_limit < 0 ? 0 : -1,
+    };
+    r = bdi_apply_limits(s->loop_devno, &defaults);
+    if (r < 0 && r != -EOPNOTSUPP)
+        apply_volume_result_note(s->result, "%s: cannot reset writeback limits to the kernel defaults: %s",
+                                 s->loop_node, strerror(-r));
+
     r = udev_wait_for_device(s->loop_devno, s->loop_node, UDEV_TIMEOUT);
     if (r < 0) {
         apply_step_result_message(sr, "%s did not become ready: %s", s->loop_node, strerror(-r));
