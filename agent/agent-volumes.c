@@ -176,7 +176,9 @@ int agent_carve(void *userdata, PoolRole role, unsigned index, char **ret_volume
         return r;
 
     log_info("volume %s: carving a new flush domain (every state volume is at its bound)", name);
+    usec_t t0 = now_usec(CLOCK_MONOTONIC);
     r = volumes_apply(a, &variant, name, &res);
+    usec_t took = now_usec(CLOCK_MONOTONIC) - t0;
     if (r < 0)
         return log_error_errno(r, "volume %s: carve failed: %m", name);
     log_apply_result(res);
@@ -187,6 +189,8 @@ int agent_carve(void *userdata, PoolRole role, unsigned index, char **ret_volume
         return r;
     if (!ok)
         return err < 0 ? err : -EIO;
+    /* Said out loud, since the event loop waited this long (see above). */
+    log_info("volume %s: carved in %" PRIu64 " ms", name, took / USEC_PER_MSEC);
     (void) agent_flush_probe_start(a); /* the new volume gets probed too */
     *ret_volume_name = TAKE_PTR(name);
     return 0;
