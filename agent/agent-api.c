@@ -137,6 +137,7 @@ static json_object *volume_to_json(Agent *a, const VolumeObservation *v) {
         J_ADD(o, "flush_probe", f);
     } else
         J_ADD(o, "flush_probe", NULL);
+    agent_vdo_volume_json(a, v, o); /* "vdo": stats, fstrim; health degraded on read-only */
     return o;
 }
 
@@ -625,6 +626,7 @@ static int op_metrics(void *userdata, MetricsWriter *w, ApiError *err) {
                   v->has_bdi && v->bdi.has_max_bytes && (value = (double) v->bdi.max_bytes, true));
 #undef VOLUME_FAMILY
 
+    agent_vdo_metrics(a, obs, w); /* layoutd_vdo_* families */
     (void) metrics_writer_family(w, "layoutd_volume_flush_probe_seconds", METRIC_HISTOGRAM,
                                  "Time to write and fsync a 4 KiB probe file on the volume (its flush cost)");
     for (size_t i = 0; i < a->n_probes; i++) {

@@ -52,7 +52,10 @@ static void log_apply_result(const ApplyResult *res) {
 }
 
 int agent_volumes_observe(Agent *a, Observation **ret) {
-    return observe_volumes(a->layout, a->record, ret);
+    int r = observe_volumes(a->layout, a->record, ret);
+    if (r >= 0)
+        agent_vdo_observe_fixup(a, *ret); /* vdo-xfs mounts are of the dm device */
+    return r;
 }
 
 /* Observes, plans and applies the layout `l` (the agent's, or a variant of
@@ -354,6 +357,9 @@ static int on_probe_timer(sd_event_source *s, uint64_t usec, void *userdata) {
 }
 
 int agent_flush_probe_start(Agent *a) {
+    /* The VDO monitor and fstrim are periodic volume jobs too: they start
+     * and stop with the probe (start, reload, carve, stop, free). */
+    (void) agent_vdo_start(a);
     if (a->layout->api.flush_probe_interval == 0 || a->stopping)
         return 0;
     if (a->probe_timer) {
@@ -367,6 +373,7 @@ int agent_flush_probe_start(Agent *a) {
 }
 
 void agent_flush_probe_stop(Agent *a) {
+    agent_vdo_stop(a);
     a->probe_timer = sd_event_source_disable_unref(a->probe_timer);
     if (a->probe_pid > 0) {
         (void) kill(a->probe_pid, SIGKILL);

@@ -63,6 +63,9 @@ void agent_place_context(Agent *a, PlaceContext *ret) {
         .record_path = a->record_path,
         .carve = agent_carve,
         .carve_userdata = a,
+        /* vdo-xfs in read-only mode is degraded: placement skips it. */
+        .observe = agent_vdo_place_observe,
+        .observe_userdata = a,
     };
 }
 

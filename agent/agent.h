@@ -74,6 +74,8 @@ typedef struct Agent {
     char **probe_volumes;        /* volumes of the running probe, in order */
 
     uint64_t api_creates, api_create_failures;
+
+    struct AgentVdo *vdo;        /* agent-vdo.c: monitor + fstrim, NULL without vdo-xfs */
 } Agent;
 
 /* agent.c */
@@ -102,6 +104,18 @@ struct PlaceContext;
 void agent_place_context(Agent *a, struct PlaceContext *ret);
 extern const SupervisorCallbacks agent_supervisor_callbacks;
 void agent_persist(Agent *a);
+
+/* agent-vdo.c: vdo-xfs volumes (stats in the API and metrics, periodic
+ * fstrim in a child, read-only mode marks the volume degraded). */
+typedef struct AgentVdo AgentVdo;
+struct PlaceVolumeObservation;
+void agent_vdo_observe_fixup(Agent *a, Observation *obs);
+void agent_vdo_volume_json(Agent *a, const VolumeObservation *v, json_object *o);
+void agent_vdo_metrics(Agent *a, const Observation *obs, MetricsWriter *w);
+int agent_vdo_place_observe(void *userdata, const VolumeRecord *v, const char *mount_path,
+                            struct PlaceVolumeObservation *ret);
+int agent_vdo_start(Agent *a);
+void agent_vdo_stop(Agent *a);
 
 /* agent-api.c */
 extern const ApiOps agent_api_ops;
