@@ -98,6 +98,19 @@ typedef struct TeardownOptions {
 } TeardownOptions;
 
 /*
+ * vdo-xfs teardown is src/vdo's too: the handler unmounts the volume (its
+ * mount is of the dm device, not of the loop device) and takes the block
+ * layer down (dm remove, loop detach); the backing file stays, teardown
+ * deletes it afterwards only with destroy_data. Without a handler, teardown
+ * leaves vdo-xfs volumes as they are (REFUSED). *ret_changed: something was
+ * unmounted or taken down; *ret_message (malloc'd) says what or why not.
+ * Returns: <0 on error (-EBUSY: still mounted or open).
+ */
+typedef int (*ApplyVdoTeardownHandler)(const VolumeObservation *o, const VolumeRecord *rec, bool lazy,
+                                       bool *ret_changed, char **ret_message, void *userdata);
+void apply_set_vdo_teardown_handler(ApplyVdoTeardownHandler handler, void *userdata);
+
+/*
  * Tears down every volume that the record lists (never anything else):
  * unmount (bounded retries; holders reported), detach, forget it in the
  * record; files are kept unless destroy_data. The record file is deleted

@@ -32,13 +32,43 @@ static int remove_tree(const char *path) {
     return r < 0 ? negative_errno() : 0;
 }
 
+static ApplyVdoTeardownHandler vdo_teardown_handler = NULL;
+static void *vdo_teardown_userdata = NULL;
+
+void apply_set_vdo_teardown_handler(ApplyVdoTeardownHandler handler, void *userdata) {
+    vdo_teardown_handler = handler;
+    vdo_teardown_userdata = userdata;
+}
+
+/* vdo-xfs: unmount + dm remove + loop detach, all by src/vdo's handler. */
+static int teardown_vdo(const VolumeObservation *o, const VolumeRecord *rec, const TeardownOptions *opts,
+                        ApplyVolumeResult *v) {
+    _cleanup_free_ char *desc = NULL, *msg = NULL;
+    bool changed = false;
+    if (asprintf(&desc, "unmount %s, remove dm-vdo layoutd-%s, detach %s", o && o->mount_path ? o->mount_path : "-",
+                 rec->name, rec->backing_path ?: "-") < 0)
+        return -ENOMEM;
+    ApplyStepResult *sr = apply_volume_result_add_step(v, PLAN_STEP_VDO, desc);
+    if (!sr)
+        return -ENOMEM;
+    int r = vdo_teardown_handler(o, rec, opts->lazy, &changed, &msg, vdo_teardown_userdata);
+    sr->changed = changed;
+    if (msg)
+        apply_step_result_message(sr, "%s", msg);
+    if (r < 0) {
+        sr->error = r;
+        apply_volume_result_fail(v, APPLY_OUTCOME_FAILED, r, "%s", msg ?: strerror(-r));
+    }
+    return r;
+}
+
 static void teardown_volume(const VolumeObservation *o, VolumeRecord *rec, StateRecord *record,
                             const char *record_path, const TeardownOptions *opts, ApplyVolumeResult *v) {
     ApplyStepResult *sr;
     int r;
     _cleanup_free_ char *desc = NULL;
 
-    if (rec->backend == BACKEND_VDO_XFS) {
+    if (rec->backend == BACKEND_VDO_XFS && !vdo_teardown_handler) {
         apply_volume_result_fail(v, APPLY_OUTCOME_REFUSED, -EOPNOTSUPP,
                                  "vdo-xfs volumes are torn down by src/vdo; left as is");
         return;
@@ -49,6 +79,9 @@ static void teardown_volume(const VolumeObservation *o, VolumeRecord *rec, State
                                  state_record_count_workspaces(record, rec->name), rec->name);
         return;
     }
+
+    if (rec->backend == BACKEND_VDO_XFS && teardown_vdo(o, rec, opts, v) < 0)
+        return;
 
     if (backend_is_loop(rec->backend)) {
         if (o && o->loop_mounted_elsewhere && !o->mounted_ours) {

@@ -7,11 +7,13 @@
 #include <sys/stat.h>
 #include <time.h>
 
+#include "loop.h"
 #include "mkfs.h"
 #include "mount.h"
 #include "probe.h"
 #include "util.h"
 #include "vdo-apply.h"
+#include "vdo-dm.h"
 #include "vdo-volume.h"
 
 _printf_(2, 3) static void msg(char **ret_message, const char *fmt, ...) {
@@ -29,6 +31,65 @@ _printf_(2, 3) static void msg(char **ret_message, const char *fmt, ...) {
 
 void vdo_apply_register(void) {
     apply_set_vdo_handler(vdo_apply_handler, NULL);
+    apply_set_vdo_teardown_handler(vdo_teardown_handler, NULL);
+}
+
+int vdo_teardown_handler(const VolumeObservation *o, const VolumeRecord *rec, bool lazy, bool *ret_changed,
+                         char **ret_message, void *userdata) {
+    if (!rec || rec->backend != BACKEND_VDO_XFS)
+        return -EINVAL;
+    _cleanup_free_ char *dm_name = NULL, *err = NULL;
+    bool changed = false;
+    dev_t devno = 0;
+    int r = vdo_volume_dm_name(rec->name, &dm_name);
+    if (r < 0)
+        return r;
+    bool up = vdo_dm_get_devno(dm_name, &devno) >= 0;
+
+    if (up && o && o->mounted && o->mount_path) {
+        if (o->mount.devno != devno)
+            return msg(ret_message, "%s is a mount point of another device, not /dev/mapper/%s: left as is",
+                       o->mount_path, dm_name), -EBUSY;
+        _cleanup_strv_free_ char **holders = NULL;
+        r = mount_unmount(o->mount_path, false, &holders);
+        if (r == -EBUSY && lazy)
+            r = mount_unmount(o->mount_path, true, NULL);
+        if (r < 0 && r != -ENOENT) {
+            _cleanup_free_ char *who = NULL;
+            size_t len = 0;
+            FILE *f = open_memstream(&who, &len);
+            if (f) {
+                for (char **h = holders; h && *h; h++)
+                    fprintf(f, "%s%s", h == holders ? "" : ", ", *h);
+                fclose(f);
+            }
+            return msg(ret_message, "cannot unmount %s: %s%s%s", o->mount_path, strerror(-r),
+                       isempty(who) ? "" : "; held by ", isempty(who) ? "" : who), r;
+        }
+        changed = true;
+    } else if (up) {
+        /* Mounted somewhere else? The dm remove below refuses an open
+         * device with -EBUSY, which is the answer then. */
+    }
+
+    bool attached = false;
+    const char *backing = rec->backing_path;
+    if (backing) {
+        LoopInfo li = {};
+        if (loop_device_find_by_backing_file(backing, &li) >= 0) {
+            attached = true;
+            loop_info_done(&li);
+        }
+    }
+    r = vdo_volume_down(rec->name, backing, &err);
+    if (r < 0)
+        return msg(ret_message, "cannot take %s down: %s", dm_name, err ?: strerror(-r)), r;
+    changed = changed || up || attached;
+    msg(ret_message, "%s%s", up ? "dm-vdo device removed" : "dm-vdo device was not up",
+        attached ? ", loop device detached" : "");
+    if (ret_changed)
+        *ret_changed = changed;
+    return 0;
 }
 
 static int format_xfs(const Pool *pool, const PlanStep *step, VolumeRecord *rec, StateRecord *record,
