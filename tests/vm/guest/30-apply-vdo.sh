@@ -34,4 +34,22 @@ findmnt -n "$root/volumes/state-0" >/dev/null || fail "state-0 not mounted"
 layoutctl apply --layout /tmp/l.yaml --json >again.json
 grep -Eq '"ok": *true' again.json || fail "second apply not ok: $(cat again.json)"
 ! grep -Eq '"outcome": *"changed"' again.json || fail "second apply changed something: $(cat again.json)"
+uuid=$(blkid -o value -s UUID /dev/mapper/layoutd-content-0)
+
+# teardown through src/vdo's hook: unmount, dm remove, loop detach; the
+# backing file stays (no --destroy-data).
+layoutctl teardown --layout /tmp/l.yaml --json | tee td.json
+grep -Eq '"ok": *true' td.json || fail "teardown not ok"
+! findmnt -n "$root/volumes/content-0" >/dev/null || fail "content-0 still mounted after teardown"
+[ ! -e /dev/mapper/layoutd-content-0 ] || fail "dm device left after teardown"
+[ -z "$(losetup -j "$root/images/content-0.img")" ] || fail "loop device left after teardown"
+[ -f "$root/images/content-0.img" ] || fail "backing file deleted without --destroy-data"
+# teardown forgot the volume: apply refuses to adopt it as its own again
+# ("files kept; apply will not adopt them again"), it must not format it.
+layoutctl apply --layout /tmp/l.yaml --json >after.json || true
+[ "$(blkid -p -o value -s TYPE "$root/images/content-0.img")" = vdo ] || fail "the kept VDO was overwritten"
+! findmnt -n "$root/volumes/content-0" >/dev/null || {
+    [ "$(blkid -o value -s UUID /dev/mapper/layoutd-content-0)" = "$uuid" ] || fail "content-0 was re-formatted"; }
+layoutctl teardown --layout /tmp/l.yaml >/dev/null 2>&1 || true
+log "RESULT vdo_teardown=ok backing_file_kept=1 reapply=$(grep -o '"outcome": *"[a-z]*"' after.json | sort | uniq -c | tr -s ' ' | tr '\n' ' ')"
 log "ok"

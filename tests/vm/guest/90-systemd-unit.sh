@@ -1,7 +1,285 @@
-# HOOK: the systemd unit tests (systemctl start layoutd, sd_notify READY,
-# watchdog, reload on SIGHUP, restart keeps workspaces) go here, run
-# against the unit the .deb installs (systemd/layoutd.service). Until they
-# are written this reports SKIP, never PASS.
+# The systemd unit as an operator runs it, after the .deb is installed:
+# group and conffile from the package, a vdo-xfs layout in
+# /etc/layoutd/layouts.d, `systemctl start` (Type=notify, STATUS, watchdog),
+# workspaces through the API with the packaged reference daemon
+# (layoutd-wsfs), VDO savings and fstrim seen through the API and the log,
+# reload with a broken layout, the restart flag (re-adoption) and a plain
+# restart, re-activation after a reboot-like loss of every mount, loop and
+# dm device, a clean stop, and teardown of what is left.
 . "$LAYOUTD_VM_HOME/guest/lib.sh"
 systemctl cat layoutd.service >/dev/null 2>&1 || skip "layoutd.service not installed by the package"
-skip "hook: systemd unit tests not written yet (layoutd.service is installed)"
+command -v jq >/dev/null || fail "jq missing in the guest (tests/vm/guest-packages)"
+data_mount
+
+unit=layoutd.service
+root=/srv/data/sd-root
+layouts=/etc/layoutd/layouts.d
+sock=/run/layoutd/api.sock
+T0=$SECONDS
+step() { log "[$((SECONDS - T0))s] $*"; }
+api() { curl -sS --max-time 60 --unix-socket "$sock" "$@"; }
+# get PATH: the JSON body; fails the test on a non-2xx answer
+get() { api -f "http://localhost$1" || fail "GET $1 failed"; }
+prop() { systemctl show -P "$1" "$unit"; }
+# wait_for SECONDS DESCRIPTION COMMAND...: poll a condition, bounded
+wait_for() {
+    local limit=$1 what=$2; shift 2
+    local end=$((SECONDS + limit))
+    until "$@" >/dev/null 2>&1; do
+        [ $SECONDS -lt $end ] || fail "timed out after ${limit}s waiting for: $what"
+        sleep 1
+    done
+}
+ws_state() { get "/v1/workspaces/$1" | jq -r .daemon.state; }
+ws_pid() { get "/v1/workspaces/$1" | jq -r .daemon.pid; }
+ws_running() { [ "$(ws_state "$1")" = running ]; }
+all_running() { for w in ws-1 ws-2 ws-3; do ws_running $w || return 1; done; }
+vol() { get /v1/volumes | jq -c ".volumes[] | select(.name == \"$1\")"; }
+checksums() { for w in ws-1 ws-2; do (cd "$(get /v1/workspaces/$w | jq -r .mountpoint)" && sha256sum corpus/*); done; }
+# FUSE mounts under the layout's root (wsfs mounts as fuse.<name>)
+fuse_mounts() { findmnt -rn -o TARGET,FSTYPE | awk -v r="$root/" 'index($1, r) == 1 && $2 ~ /^fuse/ {print $1}'; }
+since() { journalctl -u "$unit" --no-pager -o cat --since "@$1"; }
+
+on_exit "systemctl stop $unit 2>/dev/null; layoutctl teardown --layout $layouts/vm.yaml >/dev/null 2>&1;
+         for m in \$(findmnt -rn -o TARGET | grep '^$root/' | sort -r); do umount -l \$m; done;
+         dmsetup remove layoutd-content-0 2>/dev/null;
+         for f in $root/images/*.img; do losetup -j \$f | cut -d: -f1 | xargs -r -n1 losetup -d; done;
+         rm -f $layouts/vm.yaml; [ -f /root/default.yaml.orig ] && mv /root/default.yaml.orig $layouts/default.yaml; true"
+
+# ---- what the package set up ---------------------------------------------
+step "package: unit, group, conffile"
+systemd-analyze verify /lib/systemd/system/layoutd.service || fail "systemd-analyze verify failed"
+getent group layoutd || fail "group layoutd missing (postinst: systemd-sysusers)"
+[ -d /run/layoutd ] || fail "/run/layoutd missing (postinst: systemd-tmpfiles)"
+dpkg-query -W -f='${Conffiles}\n' layoutd | tee conffiles.out
+grep -q '/etc/layoutd/layouts.d/default.yaml' conffiles.out || fail "default.yaml is not a conffile"
+[ -f $layouts/default.yaml ] || fail "no default layout installed"
+[ "$(prop UnitFileState)" = disabled ] || log "NOTE: unit file state $(prop UnitFileState)"
+
+# ---- the operator's layout: xfs-vdo.yaml scaled down to the VM -------------
+step "layout: loop-ext4 state (2 per volume), vdo-xfs content"
+mv $layouts/default.yaml /root/default.yaml.orig   # the agent loads exactly one *.yaml
+cat >$layouts/vm.yaml <<YAML
+version: 1
+root: $root
+pools:
+  state:
+    backend: loop-ext4
+    volume_size: 256MiB
+    min_volumes: 1
+    max_volumes: 4
+    workspaces_per_volume: 2
+    direct_io: true
+  content:
+    backend: vdo-xfs
+    volume_size: 6GiB
+    shards: 1
+    direct_io: true
+    mount_options: noatime
+    vdo:
+      logical_size: 16GiB
+      fstrim_interval: 1min
+workspace:
+  command: [/usr/libexec/layoutd/layoutd-wsfs, --state, "{state_dir}", --content, "{content_dirs}", "{mountpoint}"]
+api:
+  socket: $sock
+  group: layoutd
+  socket_mode: "0660"
+  flush_probe_interval: 30s
+YAML
+cp $layouts/vm.yaml /root/vm.yaml.good
+layoutctl validate $layouts || fail "layoutctl validate refused the layout directory"
+
+# ---- start: Type=notify, STATUS, watchdog -----------------------------------
+step "systemctl start"
+ts_start=$(date +%s)
+systemctl start $unit || { journalctl -u $unit --no-pager | tail -n 40; fail "systemctl start failed"; }
+[ "$(systemctl is-active $unit)" = active ] || fail "not active after start"
+status=$(prop StatusText)
+log "StatusText: $status"
+case "$status" in Ready:*) ;; *) fail "StatusText is not the agent's Ready line: $status" ;; esac
+wd=$(prop WatchdogUSec)
+log "WatchdogUSec: $wd"
+[ -n "$wd" ] && [ "$wd" != 0 ] && [ "$wd" != infinity ] || fail "no watchdog configured"
+pid0=$(prop MainPID)
+[ "$(stat -c %G $sock)" = layoutd ] || fail "socket group is $(stat -c %G $sock), not layoutd"
+get /v1/status | tee status.json | jq .
+[ "$(jq -r .state status.json)" = ready ] || fail "status state is $(jq -r .state status.json), not ready"
+
+step "volumes"
+get /v1/volumes >volumes.json
+jq -c '.volumes[] | {name, state, health, mounted, direct_io, fs_type, vdo: (.vdo | if . then {mode, saving_percent} else null end)}' volumes.json
+[ "$(vol content-0 | jq -r .mounted)" = true ] || fail "content-0 not mounted: $(vol content-0)"
+[ "$(vol content-0 | jq -r .health)" = ok ] || fail "content-0 health: $(vol content-0)"
+[ "$(vol content-0 | jq -r .fs_type)" = xfs ] || fail "content-0 fs_type: $(vol content-0 | jq -r .fs_type)"
+[ "$(vol content-0 | jq -r .vdo.mode)" = normal ] || fail "content-0 vdo mode: $(vol content-0 | jq -c .vdo)"
+dm=$(dmsetup info -c --noheadings -o major,minor --separator : layoutd-content-0 | tr -d ' ')
+[ "$(findmnt -n -o MAJ:MIN "$root/volumes/content-0" | tr -d ' ')" = "$dm" ] ||
+    fail "content-0 is not mounted from dm-vdo $dm: $(findmnt -n -o SOURCE,MAJ:MIN "$root/volumes/content-0")"
+[ "$(vol state-0 | jq -r .state)" = up ] || fail "state-0: $(vol state-0)"
+
+# ---- workspaces through the API, with the packaged daemon ------------------
+step "workspaces: create ws-1..3 (the third carves state-1)"
+for w in ws-1 ws-2 ws-3; do
+    code=$(api -o "create-$w.json" -w '%{http_code}' -X POST -H 'Content-Type: application/json' \
+               -d "{\"id\": \"$w\", \"labels\": {\"suite\": \"vm\"}}" http://localhost/v1/workspaces)
+    [ "$code" = 201 ] || fail "create $w: HTTP $code $(cat "create-$w.json")"
+done
+wait_for 90 "three workspace daemons running" all_running
+get /v1/workspaces | jq -c '.workspaces[] | {id, volume, flush_scope, mountpoint, daemon: .daemon.state, pid: .daemon.pid}'
+[ "$(get /v1/workspaces/ws-3 | jq -r .volume)" = state-1 ] || fail "ws-3 not on a carved state-1"
+[ "$(vol state-0 | jq -r .flush_scope)" = 2 ] || fail "state-0 flush scope is not 2"
+[ "$(fuse_mounts | wc -l)" -ge 3 ] || { findmnt -rn -o TARGET,FSTYPE | grep "$root" ; fail "fewer than 3 FUSE mounts"; }
+
+step "write a corpus through ws-1 and ws-2"
+corpus=$(find /usr/lib/x86_64-linux-gnu -maxdepth 1 -type f -size +200k | sort | head -n 24)
+for w in ws-1 ws-2; do
+    m=$(get /v1/workspaces/$w | jq -r .mountpoint)
+    mkdir "$m/corpus"
+    # shellcheck disable=SC2086
+    cp $corpus "$m/corpus/"
+    sync -f "$m/corpus"
+done
+checksums >sums.before
+log "corpus: $(echo "$corpus" | wc -l) files, $(du -ch $corpus | tail -n1 | cut -f1) per workspace"
+
+step "VDO savings through GET /v1/volumes"
+# The reference daemon keeps one copy of identical content (content
+# addressed), so the workspaces' writes leave VDO little to find. Copies
+# without reflinks straight onto the content volume are what VDO dedupes.
+sync
+vol content-0 | jq .vdo >vdo0.json
+log "after the workspaces' writes: $(jq -c '{saving_percent, logical_used_bytes, data_used_bytes}' vdo0.json)"
+mkdir -p "$root/volumes/content-0/vm-dedup"
+for i in 1 2 3; do
+    # shellcheck disable=SC2086
+    mkdir "$root/volumes/content-0/vm-dedup/$i" && cp --reflink=never $corpus "$root/volumes/content-0/vm-dedup/$i/"
+done
+sync
+vol content-0 | jq .vdo | tee vdo.json
+saving=$(jq -r .saving_percent vdo.json)
+[ "$saving" -gt 0 ] || fail "VDO saving_percent is $saving after three copies"
+# A fresh XFS already shows a high saving (its metadata is mostly zeros),
+# so the copies are judged by what they added: three copies of the same
+# files must cost well under three copies' worth of data blocks.
+dlog=$(( $(jq -r .logical_used_bytes vdo.json) - $(jq -r .logical_used_bytes vdo0.json) ))
+ddata=$(( $(jq -r .data_used_bytes vdo.json) - $(jq -r .data_used_bytes vdo0.json) ))
+log "three copies: logical +$dlog bytes, data +$ddata bytes"
+[ "$dlog" -gt 0 ] || fail "the copies mapped no logical blocks"
+[ $((ddata * 4)) -lt $((dlog * 3)) ] || fail "VDO did not deduplicate the copies: data +$ddata for logical +$dlog"
+[ "$(jq -r .physical_total_bytes vdo.json)" -gt 0 ] || fail "physical_total_bytes missing"
+[ "$(jq -r .logical_used_bytes vdo.json)" -gt "$(jq -r .physical_used_bytes vdo.json)" ] ||
+    log "NOTE: logical used does not exceed physical used (VDO metadata is a fixed cost)"
+log "RESULT vdo_saving_percent=$saving copies_saving_percent=$(( (dlog - ddata) * 100 / dlog )) logical_used=$(jq -r .logical_used_bytes vdo.json)" \
+    "data_used=$(jq -r .data_used_bytes vdo.json) physical_used=$(jq -r .physical_used_bytes vdo.json)"
+api http://localhost/metrics >metrics.txt
+grep -E '^layoutd_vdo_' metrics.txt
+grep -q '^layoutd_vdo_saving_ratio{volume="content-0"} 0\.[0-9]*[1-9]' metrics.txt || fail "no saving ratio > 0 in /metrics"
+grep -q '^layoutd_vdo_mode{volume="content-0",mode="normal"} 1' metrics.txt || fail "layoutd_vdo_mode normal is not 1"
+grep -q '^layoutd_vdo_physical_used_bytes{volume="content-0"}' metrics.txt || fail "no physical used in /metrics"
+
+step "periodic fstrim (vdo.fstrim_interval 1min) runs as a child and is logged"
+fstrim_done() { since "$ts_start" | grep -q 'fstrim done'; }
+wait_for 180 "the agent's periodic fstrim of content-0" fstrim_done
+since "$ts_start" | grep 'fstrim' | tail -n 3
+[ "$(vol content-0 | jq -r .vdo.fstrim.runs)" -ge 1 ] || fail "fstrim runs not counted in the API"
+rm -rf "$root/volumes/content-0/vm-dedup"
+
+step "watchdog: still active past WatchdogSec, same main pid, no restarts"
+[ $(( $(date +%s) - ts_start )) -gt 30 ] || fail "the test ran less than WatchdogSec"
+[ "$(systemctl is-active $unit)" = active ] || fail "not active after the watchdog period"
+[ "$(prop MainPID)" = "$pid0" ] || fail "main pid changed from $pid0 to $(prop MainPID) (watchdog restart?)"
+[ "$(prop NRestarts)" = 0 ] || fail "NRestarts=$(prop NRestarts)"
+log "RESULT watchdog=$wd uptime=$(( $(date +%s) - ts_start ))s main_pid=$pid0 restarts=0"
+
+# ---- reload ----------------------------------------------------------------
+step "systemctl reload with a broken layout: the old one keeps running"
+pids_before=$(for w in ws-1 ws-2 ws-3; do ws_pid $w; done | tr '\n' ' ')
+sed -i 's/workspaces_per_volume: 2/workspaces_per_volume: two/' $layouts/vm.yaml
+ts=$(date +%s)
+systemctl reload $unit || fail "systemctl reload failed"
+has_error() { [ "$(get /v1/status | jq -r .last_reload_error)" != null ]; }
+wait_for 30 "last_reload_error in /v1/status" has_error
+log "last_reload_error: $(get /v1/status | jq -r .last_reload_error)"
+[ "$(systemctl is-active $unit)" = active ] || fail "not active after a refused reload"
+[ "$(prop MainPID)" = "$pid0" ] || fail "the agent restarted on reload"
+all_running || fail "workspaces not running after a refused reload"
+[ "$(for w in ws-1 ws-2 ws-3; do ws_pid $w; done | tr '\n' ' ')" = "$pids_before" ] || fail "daemons changed on a refused reload"
+since "$ts" | grep -q 'Reload refused' || fail "no 'Reload refused' in the journal"
+cp /root/vm.yaml.good $layouts/vm.yaml
+systemctl reload $unit
+no_error() { [ "$(get /v1/status | jq -r .last_reload_error)" = null ]; }
+wait_for 30 "a good reload to clear last_reload_error" no_error
+
+# ---- restarts --------------------------------------------------------------
+step "touch /run/layoutd/restart && systemctl restart: daemons re-adopted"
+touch /run/layoutd/restart
+systemctl restart $unit
+[ "$(systemctl is-active $unit)" = active ] || fail "not active after restart"
+pid1=$(prop MainPID)
+[ "$pid1" != "$pid0" ] || fail "main pid did not change"
+wait_for 60 "workspaces running after the re-adopting restart" all_running
+pids_after=$(for w in ws-1 ws-2 ws-3; do ws_pid $w; done | tr '\n' ' ')
+[ "$pids_after" = "$pids_before" ] || fail "daemon pids changed across the flagged restart: $pids_before -> $pids_after"
+[ "$(get /v1/workspaces/ws-1 | jq -r .daemon.adopted)" = true ] || fail "ws-1 not marked adopted"
+[ ! -e /run/layoutd/restart ] || fail "the restart flag was not consumed"
+checksums | cmp -s - sums.before || fail "data differs after the flagged restart"
+log "RESULT flagged_restart agent_pid $pid0->$pid1 daemon_pids_kept=[$pids_after]"
+
+step "plain systemctl restart: SIGTERM stops every daemon, the new agent starts them again"
+systemctl restart $unit
+[ "$(systemctl is-active $unit)" = active ] || fail "not active after the plain restart"
+wait_for 90 "workspaces running after the plain restart" all_running
+pids_plain=$(for w in ws-1 ws-2 ws-3; do ws_pid $w; done | tr '\n' ' ')
+for p in $pids_before; do
+    [ ! -d /proc/$p ] || [ "$(cat /proc/$p/comm)" != layoutd-wsfs ] || fail "daemon $p survived a plain restart"
+done
+checksums | cmp -s - sums.before || fail "data differs after the plain restart"
+log "RESULT plain_restart daemon_pids [$pids_before] -> [$pids_plain] (stopped and started again, data kept)"
+
+# ---- reboot-like loss -------------------------------------------------------
+step "reboot-like: stop, unmount, dm remove, loop detach; start re-activates without formatting"
+uuids=$(get /v1/volumes | jq -r '.volumes[] | "\(.name) \(.uuid)"' | sort)
+systemctl stop $unit
+for m in $(findmnt -rn -o TARGET | grep "^$root/" | sort -r); do umount "$m"; done
+dmsetup remove layoutd-content-0
+for f in "$root"/images/*.img; do losetup -j "$f" | cut -d: -f1 | xargs -r -n1 losetup -d; done
+[ -z "$(findmnt -rn -o TARGET | grep "^$root/")" ] || fail "mounts left before the re-activation"
+[ -z "$(losetup -a | grep "$root/images")" ] || fail "loop devices left before the re-activation"
+ts=$(date +%s)
+systemctl start $unit || fail "start after the loss failed"
+[ "$(systemctl is-active $unit)" = active ] || fail "not active after the re-activation"
+wait_for 90 "workspaces running after the re-activation" all_running
+[ "$(get /v1/volumes | jq -r '.volumes[] | "\(.name) \(.uuid)"' | sort)" = "$uuids" ] || fail "filesystem UUIDs changed"
+since "$ts" | grep -E 'volume .*(format |formatted now)' && fail "something was formatted on re-activation"
+since "$ts" | grep -q 'existing VDO' || fail "content-0 was not started as an existing VDO"
+checksums | cmp -s - sums.before || fail "data differs after the re-activation"
+log "RESULT reactivation volumes=$(echo "$uuids" | wc -l) formatted=0 checksums=equal"
+
+# ---- stop: nothing left running -----------------------------------------------
+step "systemctl stop: no FUSE mount, no daemon left"
+systemctl stop $unit
+[ "$(systemctl is-active $unit)" != active ] || fail "still active after stop"
+[ -z "$(fuse_mounts)" ] || fail "FUSE mounts left after stop: $(fuse_mounts)"
+! pgrep -x layoutd-wsfs >/dev/null || fail "layoutd-wsfs still running after stop: $(pgrep -a layoutd-wsfs)"
+! pgrep -x layoutd >/dev/null || fail "layoutd still running after stop"
+log "after stop: $(findmnt -rn -o TARGET | grep -c "^$root/volumes") volume mounts stay (by design), no FUSE mount, no daemon"
+
+step "remove the workspaces through the API, stop, layoutctl teardown: every volume down, vdo-xfs too"
+systemctl start $unit
+for w in ws-1 ws-2 ws-3; do
+    code=$(api -o del.json -w '%{http_code}' -X DELETE "http://localhost/v1/workspaces/$w")
+    case "$code" in 200|202) ;; *) fail "DELETE $w: HTTP $code $(cat del.json)" ;; esac
+done
+none_active() { [ "$(get /v1/workspaces | jq '[.workspaces[] | select(.active)] | length')" = 0 ]; }
+wait_for 60 "every workspace removed" none_active
+systemctl stop $unit
+layoutctl teardown --layout $layouts/vm.yaml --json >td.json || true
+jq -c '.volumes[] | {volume, outcome, message, steps: [.steps[]? | .description]}' td.json
+[ "$(jq -r '.volumes[] | select(.volume == "content-0") | .outcome' td.json)" = changed ] || fail "content-0 not torn down"
+[ "$(jq -r '[.volumes[] | select(.outcome != "changed")] | length' td.json)" = 0 ] || fail "some volumes not torn down"
+[ -z "$(findmnt -rn -o TARGET | grep "^$root/")" ] || fail "mounts left after teardown: $(findmnt -rn -o TARGET | grep "^$root/")"
+[ ! -e /dev/mapper/layoutd-content-0 ] || fail "dm device left after teardown"
+[ -z "$(losetup -j "$root/images/content-0.img")" ] || fail "content-0 loop device left after teardown"
+[ -f "$root/images/content-0.img" ] || fail "teardown deleted the backing file without --destroy-data"
+log "ok"
