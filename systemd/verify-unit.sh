@@ -23,7 +23,7 @@ if [ -n "$out" ]; then
 fi
 # The promises the unit makes, checked so a later edit cannot drop them.
 for want in '^Type=notify$' '^NotifyAccess=main$' '^WatchdogSec=' '^KillMode=process$' \
-            '^RuntimeDirectoryPreserve=yes$' '^DevicePolicy=closed$' '^DeviceAllow=/dev/fuse rw$' \
+            '^RuntimeDirectoryPreserve=yes$' '^ProtectKernelModules=no$' '^ProtectKernelLogs=no$' '^DevicePolicy=closed$' '^DeviceAllow=/dev/fuse rw$' \
             '^ExecReload=/bin/kill -HUP \$MAINPID$' '^ProtectKernelTunables=no$'; do
     grep -Eq "$want" "$unit" || { echo "FAIL: $unit lacks $want"; exit 1; }
 done
