@@ -102,6 +102,11 @@ wd=$(prop WatchdogUSec)
 log "WatchdogUSec: $wd"
 [ -n "$wd" ] && [ "$wd" != 0 ] && [ "$wd" != infinity ] || fail "no watchdog configured"
 pid0=$(prop MainPID)
+# The agent must share the host's mount namespace, or its volumes and FUSE
+# mounts are invisible to everyone else (several Protect*= settings imply a
+# private one).
+[ "$(readlink /proc/$pid0/ns/mnt)" = "$(readlink /proc/1/ns/mnt)" ] ||
+    fail "the agent runs in its own mount namespace: its mounts are invisible to the host"
 [ "$(stat -c %G $sock)" = layoutd ] || fail "socket group is $(stat -c %G $sock), not layoutd"
 get /v1/status | tee status.json | jq .
 [ "$(jq -r .state status.json)" = ready ] || fail "status state is $(jq -r .state status.json), not ready"
@@ -225,6 +230,16 @@ pids_after=$(for w in ws-1 ws-2 ws-3; do ws_pid $w; done | tr '\n' ' ')
 [ ! -e /run/layoutd/restart ] || fail "the restart flag was not consumed"
 checksums | cmp -s - sums.before || fail "data differs after the flagged restart"
 log "RESULT flagged_restart agent_pid $pid0->$pid1 daemon_pids_kept=[$pids_after]"
+
+step "package upgrade (dpkg -i again: postinst configure with the old version): re-adopting restart"
+dpkg -i "$LAYOUTD_VM_HOME/layoutd.deb" >dpkg.out 2>&1 || { cat dpkg.out; fail "dpkg -i failed"; }
+[ "$(systemctl is-active $unit)" = active ] || fail "not active after the upgrade"
+[ "$(prop MainPID)" != "$pid1" ] || fail "postinst did not restart the agent on upgrade"
+wait_for 60 "workspaces running after the upgrade" all_running
+[ "$(for w in ws-1 ws-2 ws-3; do ws_pid $w; done | tr '\n' ' ')" = "$pids_before" ] || fail "daemon pids changed across the upgrade"
+[ ! -e $layouts/default.yaml ] || fail "the upgrade put default.yaml back next to the operator's layout"
+cmp -s $layouts/vm.yaml /root/vm.yaml.good || fail "the upgrade changed the operator's layout"
+log "RESULT upgrade agent_pid $pid1->$(prop MainPID) daemon_pids_kept=[$pids_before] operator_layout_kept=1"
 
 step "plain systemctl restart: SIGTERM stops every daemon, the new agent starts them again"
 systemctl restart $unit
