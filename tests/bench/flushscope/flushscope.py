@@ -43,7 +43,7 @@ PROFILES = {
     # < 3 minutes on the 2-core CI machine, whatever the noise.
     "smoke": dict(ns=[1, 3], repeats=1, files=200, fio_size="16M", fio_runtime=1),
     # The scale the full run used on this machine (docs/benchmarks.md).
-    "full": dict(ns=[1, 3, 6, 9, 21], repeats=3, files=800, fio_size="256M", fio_runtime=5),
+    "full": dict(ns=[1, 3, 6, 9, 21], repeats=3, files=2000, fio_size="256M", fio_runtime=5),
 }
 PUBLISHED_FILES = 8000
 BOOTSTRAP = 5000
@@ -432,6 +432,8 @@ def fio_one(c, where, d, name, args):
     drop_caches()
     r = sh(cmd, check=False, timeout=c.fio_runtime * 20 + 120)
     out = {"where": where, "job": name, "args": args, "ok": r.returncode == 0}
+    if r.stderr.strip():
+        out["stderr"] = r.stderr.strip()[-500:]
     try:
         j = json.loads(r.stdout[r.stdout.index("{"):])["jobs"][0]
         for k in ("read", "write", "sync"):
@@ -587,6 +589,9 @@ def analyse(arms):
                 fs = [w["file_fsyncs"] + w["dir_fsyncs"] for w in wss if w.get("file_fsyncs") is not None]
                 if arm == "native-fsync" and fs:
                     row["fsyncs_per_ws"] = median(fs)
+                wcpu = [w["cpu_user_s"] + w["cpu_sys_s"] for w in wss if w.get("cpu_user_s") is not None]
+                if wcpu:
+                    row["workload_cpu_s_per_ws"] = median(wcpu)
                 dcpu = [w["daemon_cpu_s"] for w in wss if w.get("daemon_cpu_s") is not None]
                 if dcpu:
                     row["daemon_cpu_s_per_ws"] = median(dcpu)
@@ -672,13 +677,13 @@ def report(out):
     L.append("")
     L.append("Flushes and I/O (medians per workspace / per run):")
     L.append("")
-    L.append("| N | arm | flushes/ws | flush s/ws | flush share | batches/ws | fsyncs/ws | daemon CPU s/ws | "
+    L.append("| N | arm | flushes/ws | flush s/ws | flush share | batches/ws | fsyncs/ws | workload CPU s/ws | daemon CPU s/ws | "
              "loop write MB | loop flush IOs | root-disk write MB | root-disk flush IOs | CPU busy % | iowait % |")
-    L.append("|---|---|---|---|---|---|---|---|---|---|---|---|---|---|")
+    L.append("|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|")
     for r in rows:
         L.append(f"| {r['n']} | {r['arm']} | {fmt(r.get('flushes_per_ws'), 0)} | {fmt(r.get('flush_s_per_ws'))} | "
                  f"{fmt(r.get('flush_share'))} | {fmt(r.get('batches_per_ws'), 0)} | {fmt(r.get('fsyncs_per_ws'), 0)} | "
-                 f"{fmt(r.get('daemon_cpu_s_per_ws'))} | {fmt(r.get('loop_write_MB'), 0)} | "
+                 f"{fmt(r.get('workload_cpu_s_per_ws'))} | {fmt(r.get('daemon_cpu_s_per_ws'))} | {fmt(r.get('loop_write_MB'), 0)} | "
                  f"{fmt(r.get('loop_flush_ios'), 0)} | {fmt(r.get('rootdisk_write_MB'), 0)} | "
                  f"{fmt(r.get('rootdisk_flush_ios'), 0)} | {fmt(r.get('cpu_busy_pct'), 0)} | "
                  f"{fmt(r.get('iowait_pct'), 0)} |")

@@ -52,6 +52,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
@@ -675,6 +676,11 @@ int main(int argc, char **argv) {
     if (watching)
         printf("\"watch\":{\"polls\":%" PRIu64 ",\"signals\":%" PRIu64 ",\"stats\":%s},", w.polls, w.signals,
                w.last[0] ? w.last : "null");
+    /* CPU of this process (the workload side; the daemon's is read by the driver). */
+    struct rusage ru = {};
+    (void) getrusage(RUSAGE_SELF, &ru);
+    printf("\"cpu_user_s\":%.3f,\"cpu_sys_s\":%.3f,", ru.ru_utime.tv_sec + ru.ru_utime.tv_usec / 1e6,
+           ru.ru_stime.tv_sec + ru.ru_stime.tv_usec / 1e6);
     printf("\"lat\":{");
     print_lat(&r.lat_write, false);
     print_lat(&r.lat_read, false);
