@@ -50,8 +50,21 @@ kill_agents() {
         kill -TERM "$p" 2>/dev/null || true
     done < "$WORK/agent.pids"
 }
+# Interrupted: the driver gets SIGTERM first, so it tears down the arm it
+# is in (its finally blocks) before common.sh sweeps $WORK.
+DRIVER=
+stop_driver() {
+    [ -n "$DRIVER" ] && kill -0 "$DRIVER" 2>/dev/null || return 0
+    kill -TERM "$DRIVER" 2>/dev/null || true
+    wait "$DRIVER" 2>/dev/null || true
+}
+on_cleanup stop_driver
 on_cleanup kill_agents
 
 log "profile $profile, results in $out, load average $(cut -d' ' -f1-3 /proc/loadavg)"
+# In the background and waited for, so that a SIGTERM to this script is
+# handled at once (bash runs traps only between commands or in wait).
 "$PY" "$(dirname "${BASH_SOURCE[0]}")/flushscope.py" run --work "$WORK" --build "$LAYOUTD_BUILD_DIR" \
-    --out "$out" --profile "$profile" "${args[@]}"
+    --out "$out" --profile "$profile" "${args[@]}" &
+DRIVER=$!
+wait "$DRIVER"
