@@ -51,5 +51,5 @@ layoutctl apply --layout /tmp/l.yaml --json >after.json || true
 ! findmnt -n "$root/volumes/content-0" >/dev/null || {
     [ "$(blkid -o value -s UUID /dev/mapper/layoutd-content-0)" = "$uuid" ] || fail "content-0 was re-formatted"; }
 layoutctl teardown --layout /tmp/l.yaml >/dev/null 2>&1 || true
-log "RESULT vdo_teardown=ok backing_file_kept=1 reapply=$(grep -o '"outcome": *"[a-z]*"' after.json | sort | uniq -c | tr -s ' ' | tr '\n' ' ')"
+log "RESULT vdo_teardown=ok backing_file_kept=1 reapply=$(jq -r '[.volumes[] | "\(.volume):\(.outcome)"] | join(",")' after.json)"
 log "ok"
