@@ -81,6 +81,7 @@ make_volume() {
 
 run_volume() {  # round name
     local r=$1 v=$2 img=$dir/$2.img m=$dir/mnt-$2 base t0 t1 ns after
+    local vused=0
     make_volume "$v"
     base=$(alloc "$img")
     local vbase=0
@@ -102,7 +103,7 @@ run_volume() {  # round name
     if [ "$v" = vdo ]; then
         vdo-smoke stats bench-vdo | tee s1.out
         [ "$(kv s1.out mode)" = normal ] || fail "vdo mode $(kv s1.out mode)"
-        local vused=$(( ($(kv s1.out data_blocks_used) + $(kv s1.out overhead_blocks_used)) * 4096 ))
+        vused=$(( ($(kv s1.out data_blocks_used) + $(kv s1.out overhead_blocks_used)) * 4096 ))
         extra=" vdo_used=$vused vdo_used_net=$((vused - vbase)) vdo_data=$(( $(kv s1.out data_blocks_used) * 4096 ))"
         extra+=" vdo_overhead=$(( $(kv s1.out overhead_blocks_used) * 4096 )) saving_percent=$(kv s1.out saving_percent)"
         extra+=" dedupe_advice_valid=$(kv s1.out dedupe_advice_valid) compressed_fragments=$(kv s1.out compressed_fragments_written)"
@@ -110,7 +111,18 @@ run_volume() {  # round name
     df -B1 "$m" | tail -n1
     log "RESULT round=$r vol=$v seconds=$(printf '%d.%03d' $((ns / 1000000000)) $(( (ns / 1000000) % 1000 )))" \
         "MBps=$mbps file_alloc_empty=$base file_alloc=$after file_alloc_net=$((after - base))$extra"
+    NS[$v]=$ns RAW[$v]=$after NET[$v]=$((after - base))
+    [ "$v" != vdo ] || VUSED=$vused
     bench_teardown "$v"
+}
+declare -A NS RAW NET
+VUSED=0
+ratios() {  # round: the ratios the issue's targets are stated in
+    awk -v r="$1" -v ne="${NET[ext4]}" -v nx="${NET[xfs]}" -v nv="${NET[vdo]}" \
+        -v re="${RAW[ext4]}" -v rx="${RAW[xfs]}" -v rv="${RAW[vdo]}" -v vu="$VUSED" \
+        -v te="${NS[ext4]}" -v tx="${NS[xfs]}" -v tv="${NS[vdo]}" 'BEGIN {
+        printf "RESULT round=%d net_vdo/ext4=%.3f net_vdo/xfs=%.3f file_vdo/ext4=%.3f file_vdo/xfs=%.3f", r, nv/ne, nv/nx, rv/re, rv/rx
+        printf " vdocount_vdo/ext4=%.3f saving_net_vs_ext4=%.1f%% tput_vdo/xfs=%.3f tput_ext4/xfs=%.3f\n", vu/re, 100*(1-nv/ne), tx/tv, tx/te }'
 }
 
 orders=("ext4 xfs vdo" "vdo xfs ext4" "xfs vdo ext4")
@@ -118,5 +130,6 @@ for r in $(seq 1 "$ROUNDS"); do
     for v in ${orders[$(( (r - 1) % 3 ))]}; do
         run_volume "$r" "$v"
     done
+    log "$(ratios "$r")"
 done
 log "ok"
