@@ -33,14 +33,35 @@ track_pid() { _tracked_pids+=("$1"); }
 on_cleanup() { _cleanup_hooks+=("$1"); }
 
 # Unmounts everything below $1 (deepest first), detaches loops backed below it.
+# Order matters: the loop devices are listed first, while their backing
+# paths still read as below $1. Their filesystems are unmounted and they are
+# detached before the filesystems that hold the backing files (a tmpfs root,
+# say) are unmounted: otherwise that unmount is busy, falls back to a lazy
+# one, and the loop's backing path then reads as "/images/..." (relative to
+# the detached mount), so no later sweep can tell it was ours.
 cleanup_below() {
-    local dir=$1 m l
+    local dir=$1 m l back
+    local -a loops=() mounts=()
     for h in "${_cleanup_hooks[@]:-}"; do [ -n "$h" ] && eval "$h" || true; done
     _cleanup_hooks=()
     for p in "${_tracked_pids[@]:-}"; do
         [ -n "$p" ] && kill -KILL "$p" 2>/dev/null || true
     done
-    # Deepest mount points first.
+    while read -r l back; do
+        case "$back" in "$dir"/*) loops+=("$l") ;; esac
+    done < <(losetup -n -O NAME,BACK-FILE 2>/dev/null || true)
+    # 1. Filesystems on those loop devices (and on any loop below $dir).
+    for l in "${loops[@]:-}"; do
+        [ -n "$l" ] || continue
+        for m in $(findmnt -rn -S "$l" -o TARGET 2>/dev/null | sort -r); do
+            umount "$m" 2>/dev/null || umount -l "$m" 2>/dev/null || true
+        done
+    done
+    # 2. The loop devices themselves.
+    for l in "${loops[@]:-}"; do
+        [ -n "$l" ] && losetup -d "$l" 2>/dev/null || true
+    done
+    # 3. Everything else below $dir, deepest first.
     for _ in 1 2 3; do
         mapfile -t mounts < <(findmnt -rn -o TARGET | awk -v d="$dir" 'index($0, d"/") == 1 || $0 == d' | sort -r)
         [ ${#mounts[@]} -eq 0 ] && break
