@@ -29,6 +29,11 @@ require_fuse() { [ -e /dev/fuse ] || skip "no /dev/fuse"; }
 WORK=$(mktemp -d "/tmp/layoutd-test-${TEST_NAME}.XXXXXX")
 export WORK
 
+# The supervisor mounts fusectl (/sys/fs/fuse/connections) when it is
+# missing, as the product should; a test that caused that puts it back.
+_fusectl_was_mounted=0
+findmnt -rn /sys/fs/fuse/connections >/dev/null 2>&1 && _fusectl_was_mounted=1
+
 track_pid() { _tracked_pids+=("$1"); }
 on_cleanup() { _cleanup_hooks+=("$1"); }
 
@@ -78,6 +83,9 @@ _teardown() {
     local rc=$?
     set +e
     cleanup_below "$WORK"
+    if [ "$_fusectl_was_mounted" = 0 ] && findmnt -rn /sys/fs/fuse/connections >/dev/null 2>&1; then
+        umount /sys/fs/fuse/connections 2>/dev/null || true
+    fi
     if [ "${LAYOUTD_KEEP_WORK:-0}" = 1 ]; then
         log "keeping $WORK"
     else
