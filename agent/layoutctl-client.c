@@ -24,7 +24,6 @@
 #include "layoutctl.h"
 #include "util.h"
 
-#define CLIENT_DEFAULT_SOCKET "/run/layoutd/api.sock"
 #define CLIENT_MAX_RESPONSE (64 * MIB)
 
 static bool use_color;
@@ -327,7 +326,7 @@ enum {
 
 static void client_init(ClientArgs *a, const LayoutctlGlobals *g) {
     a->json = g->json;
-    a->socket_path = g->socket_path ?: CLIENT_DEFAULT_SOCKET;
+    a->socket_path = g->socket_path ?: LAYOUT_API_SOCKET_DEFAULT;
     use_color = isatty(STDOUT_FILENO) && !getenv("NO_COLOR");
 }
 
@@ -346,7 +345,7 @@ static bool client_common_opt(ClientArgs *a, int c) {
 
 #define COMMON_HELP                                                              \
     "  --json          print the API's JSON answer as is\n"                     \
-    "  --socket PATH   the agent's API socket (default " CLIENT_DEFAULT_SOCKET ")\n" \
+    "  --socket PATH   the agent's API socket (default " LAYOUT_API_SOCKET_DEFAULT ")\n" \
     "  -h, --help\n"                                                             \
     "\n"                                                                         \
     "Exit status: 0 ok, 1 request failed, 2 usage, 3 layoutd not reachable.\n"

@@ -9,9 +9,9 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "layout.h"
 #include "layoutctl.h"
 
-#define DEFAULT_SOCKET "/run/layoutd/api.sock"
 
 static const LayoutctlVerb verbs[] = {
     { "validate", "check layout files; --show prints the effective layout", layoutctl_validate },
@@ -51,7 +51,7 @@ static void usage(FILE *f) {
             "  3  layoutd is not running (client commands: no socket, or it refuses)\n"
             "\n"
             "`layoutctl COMMAND --help` describes a command.\n",
-            DEFAULT_SOCKET);
+            LAYOUT_API_SOCKET_DEFAULT);
 }
 
 int main(int argc, char **argv) {
@@ -63,7 +63,7 @@ int main(int argc, char **argv) {
         { "version", no_argument, NULL, OPT_VERSION },
         {},
     };
-    LayoutctlGlobals g = { .socket_path = DEFAULT_SOCKET };
+    LayoutctlGlobals g = { .socket_path = LAYOUT_API_SOCKET_DEFAULT };
     int c;
 
     /* "+": stop at the verb, its options are its own. */

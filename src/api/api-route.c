@@ -4,8 +4,9 @@
 #include <stdio.h>
 
 #include "api-route.h"
+#include "string-table.h"
 
-static const char *const route_table[_API_ROUTE_MAX] = {
+static const char *const api_route_id_table[_API_ROUTE_MAX] = {
     [API_ROUTE_STATUS] = "status",
     [API_ROUTE_VOLUMES] = "volumes",
     [API_ROUTE_VOLUME] = "volume",
@@ -19,20 +20,7 @@ static const char *const route_table[_API_ROUTE_MAX] = {
     [API_ROUTE_METRICS] = "metrics",
 };
 
-const char *api_route_id_to_string(ApiRouteId r) {
-    if (r < 0 || r >= _API_ROUTE_MAX)
-        return NULL;
-    return route_table[r];
-}
-
-ApiRouteId api_route_id_from_string(const char *s) {
-    if (!s)
-        return _API_ROUTE_INVALID;
-    for (ApiRouteId r = 0; r < _API_ROUTE_MAX; r++)
-        if (streq(route_table[r], s))
-            return r;
-    return _API_ROUTE_INVALID;
-}
+DEFINE_STRING_TABLE_LOOKUP(api_route_id, ApiRouteId);
 
 bool api_route_id_is_mutating(ApiRouteId r) {
     return r == API_ROUTE_WORKSPACE_CREATE || r == API_ROUTE_WORKSPACE_DELETE ||

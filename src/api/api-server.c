@@ -24,6 +24,7 @@
 
 #include "api.h"
 #include "util.h"
+#include "string-table.h"
 
 #define API_MAX_BODY_DEFAULT (64 * KIB)
 #define API_HEADER_MEMORY_DEFAULT (32 * KIB)
@@ -95,20 +96,7 @@ static const char *const api_state_table[_API_STATE_MAX] = {
     [API_STATE_STOPPING] = "stopping",
 };
 
-const char *api_state_to_string(ApiState s) {
-    if (s < 0 || s >= _API_STATE_MAX)
-        return NULL;
-    return api_state_table[s];
-}
-
-ApiState api_state_from_string(const char *s) {
-    if (!s)
-        return _API_STATE_INVALID;
-    for (ApiState i = 0; i < _API_STATE_MAX; i++)
-        if (streq(api_state_table[i], s))
-            return i;
-    return _API_STATE_INVALID;
-}
+DEFINE_STRING_TABLE_LOOKUP(api_state, ApiState);
 
 _printf_(3, 4) static void api_log(Api *api, int priority, const char *fmt, ...) {
     if (!api->config.log)

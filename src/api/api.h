@@ -30,7 +30,6 @@
 #include "macro.h"
 #include "metrics.h"
 
-#define API_SOCKET_PATH_DEFAULT "/run/layoutd/api.sock"
 #define API_GROUP_DEFAULT "layoutd"
 #define GID_INVALID ((gid_t) -1)
 

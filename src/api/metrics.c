@@ -10,6 +10,7 @@
 #include <stdlib.h>
 
 #include "metrics.h"
+#include "string-table.h"
 #include "util.h"
 
 struct MetricsWriter {
@@ -28,20 +29,7 @@ static const char *const metric_type_table[_METRIC_TYPE_MAX] = {
     [METRIC_HISTOGRAM] = "histogram",
 };
 
-const char *metric_type_to_string(MetricType t) {
-    if (t < 0 || t >= _METRIC_TYPE_MAX)
-        return NULL;
-    return metric_type_table[t];
-}
-
-MetricType metric_type_from_string(const char *s) {
-    if (!s)
-        return _METRIC_TYPE_INVALID;
-    for (MetricType t = 0; t < _METRIC_TYPE_MAX; t++)
-        if (streq(metric_type_table[t], s))
-            return t;
-    return _METRIC_TYPE_INVALID;
-}
+DEFINE_STRING_TABLE_LOOKUP(metric_type, MetricType);
 
 int metrics_writer_new(MetricsWriter **ret) {
     MetricsWriter *w = calloc(1, sizeof(*w));

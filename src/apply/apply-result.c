@@ -5,27 +5,17 @@
 #include <stdio.h>
 
 #include "apply-internal.h"
+#include "string-table.h"
 #include "util.h"
 
-static const char *const outcome_table[_APPLY_OUTCOME_MAX] = {
+static const char *const apply_outcome_table[_APPLY_OUTCOME_MAX] = {
     [APPLY_OUTCOME_UNCHANGED] = "unchanged",
     [APPLY_OUTCOME_CHANGED] = "changed",
     [APPLY_OUTCOME_REFUSED] = "refused",
     [APPLY_OUTCOME_FAILED] = "failed",
 };
 
-const char *apply_outcome_to_string(ApplyOutcome o) {
-    if ((int) o < 0 || o >= _APPLY_OUTCOME_MAX)
-        return NULL;
-    return outcome_table[o];
-}
-
-ApplyOutcome apply_outcome_from_string(const char *s) {
-    for (int i = 0; s && i < _APPLY_OUTCOME_MAX; i++)
-        if (streq(outcome_table[i], s))
-            return (ApplyOutcome) i;
-    return _APPLY_OUTCOME_INVALID;
-}
+DEFINE_STRING_TABLE_LOOKUP(apply_outcome, ApplyOutcome);
 
 ApplyResult *apply_result_free(ApplyResult *r) {
     if (!r)

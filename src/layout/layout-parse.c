@@ -16,7 +16,6 @@
 #include "util.h"
 
 #define DEFAULT_ROOT "/var/lib/layoutd"
-#define DEFAULT_SOCKET "/run/layoutd/api.sock"
 #define DEFAULT_COMMAND_0 "/usr/libexec/layoutd/layoutd-wsfs"
 
 #define MAX_VOLUMES 1024
@@ -1162,7 +1161,7 @@ static int layout_new_defaults(const char *name, Layout **ret) {
         DEFAULT_COMMAND_0, "--state", "{state_dir}", "--content", "{content_dirs}", "{mountpoint}", NULL,
     };
     if (!(l->source = strdup(name)) || !(l->root = strdup(DEFAULT_ROOT)) || !(w->user = strdup("root")) ||
-        !(l->api.socket_path = strdup(DEFAULT_SOCKET)) || !(l->api.socket_group = strdup("layoutd")) ||
+        !(l->api.socket_path = strdup(LAYOUT_API_SOCKET_DEFAULT)) || !(l->api.socket_group = strdup("layoutd")) ||
         strv_copy(argv, &w->command) < 0 || !(w->environment = calloc(1, sizeof(char *))))
         return -ENOMEM;
     *ret = TAKE_PTR(l);

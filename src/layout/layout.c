@@ -6,6 +6,7 @@
 #include <stdio.h>
 
 #include "layout.h"
+#include "string-table.h"
 #include "util.h"
 
 static const char *const backend_table[_BACKEND_MAX] = {
@@ -31,29 +32,10 @@ static const char *const restart_policy_table[_RESTART_POLICY_MAX] = {
     [RESTART_NEVER] = "never",
 };
 
-static int table_lookup(const char *const *table, int n, const char *s) {
-    if (!s)
-        return -EINVAL;
-    for (int i = 0; i < n; i++)
-        if (table[i] && streq(table[i], s))
-            return i;
-    return -EINVAL;
-}
-
-#define DEFINE_ENUM_STRING(name, type, table, max)                    \
-    const char *name##_to_string(type v) {                            \
-        if ((int) v < 0 || (int) v >= (max))                          \
-            return NULL;                                              \
-        return table[v];                                              \
-    }                                                                 \
-    type name##_from_string(const char *s) {                          \
-        return (type) table_lookup(table, (max), s);                  \
-    }
-
-DEFINE_ENUM_STRING(backend, Backend, backend_table, _BACKEND_MAX)
-DEFINE_ENUM_STRING(pool_role, PoolRole, pool_role_table, _POOL_ROLE_MAX)
-DEFINE_ENUM_STRING(placement_policy, PlacementPolicy, placement_policy_table, _PLACEMENT_POLICY_MAX)
-DEFINE_ENUM_STRING(restart_policy, RestartPolicy, restart_policy_table, _RESTART_POLICY_MAX)
+DEFINE_STRING_TABLE_LOOKUP(backend, Backend);
+DEFINE_STRING_TABLE_LOOKUP(pool_role, PoolRole);
+DEFINE_STRING_TABLE_LOOKUP(placement_policy, PlacementPolicy);
+DEFINE_STRING_TABLE_LOOKUP(restart_policy, RestartPolicy);
 
 const char *const layout_placeholders[] = {
     "id", "tenant", "state_dir", "content_dirs", "content_dir", "shards", "mountpoint", "volume", NULL,

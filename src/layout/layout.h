@@ -20,6 +20,9 @@
 #define LAYOUT_VERSION 1
 #define LAYOUT_NAME_MAX 32         /* pool, volume, tenant names */
 #define LAYOUT_WORKSPACE_ID_MAX 64 /* workspace ids: [a-z0-9][a-z0-9-]* */
+/* api.socket when the layout does not say: the one place this path is
+ * spelled (the API, layoutctl and the unit all use it). */
+#define LAYOUT_API_SOCKET_DEFAULT "/run/layoutd/api.sock"
 
 typedef enum Backend {
     BACKEND_LOOP_EXT4,

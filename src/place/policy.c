@@ -15,15 +15,16 @@
 
 #include "place-policy.h"
 #include "place-strbuf.h"
+#include "string-table.h"
 #include "util.h"
 
-static const char *const action_table[_PLACE_ACTION_MAX] = {
+static const char *const place_action_table[_PLACE_ACTION_MAX] = {
     [PLACE_ACTION_USE] = "use",
     [PLACE_ACTION_CARVE] = "carve",
     [PLACE_ACTION_REFUSE] = "refuse",
 };
 
-static const char *const reason_table[_PLACE_REASON_MAX] = {
+static const char *const place_reason_table[_PLACE_REASON_MAX] = {
     [PLACE_REASON_NONE] = "none",
     [PLACE_REASON_AT_BOUND] = "at-bound",
     [PLACE_REASON_TENANT] = "tenant",
@@ -39,27 +40,8 @@ static const char *const reason_table[_PLACE_REASON_MAX] = {
     [PLACE_REASON_INVALID] = "invalid",
 };
 
-static int table_lookup(const char *const *table, int n, const char *s) {
-    if (!s)
-        return -EINVAL;
-    for (int i = 0; i < n; i++)
-        if (table[i] && streq(table[i], s))
-            return i;
-    return -EINVAL;
-}
-
-const char *place_action_to_string(PlaceAction a) {
-    return (int) a >= 0 && a < _PLACE_ACTION_MAX ? action_table[a] : NULL;
-}
-PlaceAction place_action_from_string(const char *s) {
-    return (PlaceAction) table_lookup(action_table, _PLACE_ACTION_MAX, s);
-}
-const char *place_reason_to_string(PlaceReason r) {
-    return (int) r >= 0 && r < _PLACE_REASON_MAX ? reason_table[r] : NULL;
-}
-PlaceReason place_reason_from_string(const char *s) {
-    return (PlaceReason) table_lookup(reason_table, _PLACE_REASON_MAX, s);
-}
+DEFINE_STRING_TABLE_LOOKUP(place_action, PlaceAction);
+DEFINE_STRING_TABLE_LOOKUP(place_reason, PlaceReason);
 
 void place_pool_config_from_pool(const Pool *p, PlacePoolConfig *ret) {
     *ret = (PlacePoolConfig) {

@@ -15,8 +15,9 @@
 #include "place-id.h"
 #include "place-internal.h"
 #include "util.h"
+#include "string-table.h"
 
-static const char *const kind_table[_PLACE_RECONCILE_KIND_MAX] = {
+static const char *const place_reconcile_kind_table[_PLACE_RECONCILE_KIND_MAX] = {
     [PLACE_RECONCILE_ADOPTED] = "adopted",
     [PLACE_RECONCILE_MISSING] = "missing",
     [PLACE_RECONCILE_CONFLICT] = "conflict",
@@ -24,18 +25,7 @@ static const char *const kind_table[_PLACE_RECONCILE_KIND_MAX] = {
     [PLACE_RECONCILE_UNAVAILABLE] = "unavailable",
 };
 
-const char *place_reconcile_kind_to_string(PlaceReconcileKind k) {
-    return (int) k >= 0 && k < _PLACE_RECONCILE_KIND_MAX ? kind_table[k] : NULL;
-}
-
-PlaceReconcileKind place_reconcile_kind_from_string(const char *s) {
-    if (!s)
-        return _PLACE_RECONCILE_KIND_INVALID;
-    for (int i = 0; i < _PLACE_RECONCILE_KIND_MAX; i++)
-        if (streq(kind_table[i], s))
-            return (PlaceReconcileKind) i;
-    return _PLACE_RECONCILE_KIND_INVALID;
-}
+DEFINE_STRING_TABLE_LOOKUP(place_reconcile_kind, PlaceReconcileKind);
 
 void place_reconcile_report_done(PlaceReconcileReport *r) {
     if (!r)

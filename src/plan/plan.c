@@ -7,8 +7,9 @@
 
 #include "plan.h"
 #include "util.h"
+#include "string-table.h"
 
-static const char *const kind_table[_PLAN_STEP_KIND_MAX] = {
+static const char *const plan_step_kind_table[_PLAN_STEP_KIND_MAX] = {
     [PLAN_STEP_CREATE_FILE] = "create-file",
     [PLAN_STEP_CREATE_DIR] = "create-dir",
     [PLAN_STEP_DETACH] = "detach",
@@ -23,20 +24,7 @@ static const char *const kind_table[_PLAN_STEP_KIND_MAX] = {
     [PLAN_STEP_DRIFT] = "drift",
 };
 
-const char *plan_step_kind_to_string(PlanStepKind k) {
-    if ((int) k < 0 || k >= _PLAN_STEP_KIND_MAX)
-        return NULL;
-    return kind_table[k];
-}
-
-PlanStepKind plan_step_kind_from_string(const char *s) {
-    if (!s)
-        return _PLAN_STEP_KIND_INVALID;
-    for (int i = 0; i < _PLAN_STEP_KIND_MAX; i++)
-        if (streq(kind_table[i], s))
-            return (PlanStepKind) i;
-    return _PLAN_STEP_KIND_INVALID;
-}
+DEFINE_STRING_TABLE_LOOKUP(plan_step_kind, PlanStepKind);
 
 bool plan_step_kind_is_action(PlanStepKind k) {
     return (int) k >= 0 && k < _PLAN_STEP_KIND_MAX && k != PLAN_STEP_REFUSE && k != PLAN_STEP_DRIFT;

@@ -1,13 +1,14 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 #include "fsm.h"
+#include "string-table.h"
 
-static const char *const state_names[_SUPERVISOR_STATE_MAX] = {
+static const char *const supervisor_state_table[_SUPERVISOR_STATE_MAX] = {
     [SUPERVISOR_STOPPED] = "stopped",   [SUPERVISOR_STARTING] = "starting",
     [SUPERVISOR_RUNNING] = "running",   [SUPERVISOR_STOPPING] = "stopping",
     [SUPERVISOR_BACKOFF] = "backoff",   [SUPERVISOR_FAILED] = "failed",
 };
 
-static const char *const event_names[_SUPERVISOR_EVENT_MAX] = {
+static const char *const supervisor_event_table[_SUPERVISOR_EVENT_MAX] = {
     [SUPERVISOR_EVENT_START] = "start",
     [SUPERVISOR_EVENT_ADOPTED] = "adopted",
     [SUPERVISOR_EVENT_SPAWN_FAILED] = "spawn-failed",
@@ -21,28 +22,16 @@ static const char *const event_names[_SUPERVISOR_EVENT_MAX] = {
     [SUPERVISOR_EVENT_HANG_DETECTED] = "hang-detected",
 };
 
-static const char *const intent_names[_SUPERVISOR_INTENT_MAX] = {
+static const char *const supervisor_intent_table[_SUPERVISOR_INTENT_MAX] = {
     [SUPERVISOR_INTENT_NONE] = "none",
     [SUPERVISOR_INTENT_STOP] = "stop",
     [SUPERVISOR_INTENT_RESTART] = "restart",
     [SUPERVISOR_INTENT_FAILURE] = "failure",
 };
 
-#define DEFINE_STRING_TABLE(name, type, table, max)                \
-    const char *name##_to_string(type v) {                         \
-        return (int) v >= 0 && (int) v < (max) ? table[v] : NULL;  \
-    }                                                              \
-    type name##_from_string(const char *s) {                       \
-        if (s)                                                     \
-            for (int i = 0; i < (max); i++)                        \
-                if (table[i] && streq(table[i], s))                \
-                    return (type) i;                               \
-        return (type) -EINVAL;                                     \
-    }
-
-DEFINE_STRING_TABLE(supervisor_state, SupervisorState, state_names, _SUPERVISOR_STATE_MAX)
-DEFINE_STRING_TABLE(supervisor_event, SupervisorEvent, event_names, _SUPERVISOR_EVENT_MAX)
-DEFINE_STRING_TABLE(supervisor_intent, SupervisorIntent, intent_names, _SUPERVISOR_INTENT_MAX)
+DEFINE_STRING_TABLE_LOOKUP(supervisor_state, SupervisorState);
+DEFINE_STRING_TABLE_LOOKUP(supervisor_event, SupervisorEvent);
+DEFINE_STRING_TABLE_LOOKUP(supervisor_intent, SupervisorIntent);
 
 /* An unexpected death (or one we caused because the daemon misbehaved):
  * the restart policy and the crash-loop tally decide. */

@@ -6,6 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "string-table.h"
 #include "vdo-status.h"
 
 static const char *const vdo_mode_table[_VDO_MODE_MAX] = {
@@ -24,27 +25,8 @@ static const char *const vdo_index_state_table[_VDO_INDEX_STATE_MAX] = {
     [VDO_INDEX_UNKNOWN] = "unknown",
 };
 
-static int lookup(const char *const *table, int n, const char *s) {
-    if (!s)
-        return -EINVAL;
-    for (int i = 0; i < n; i++)
-        if (table[i] && streq(table[i], s))
-            return i;
-    return -EINVAL;
-}
-
-const char *vdo_mode_to_string(VdoMode m) {
-    return m >= 0 && m < _VDO_MODE_MAX ? vdo_mode_table[m] : NULL;
-}
-VdoMode vdo_mode_from_string(const char *s) {
-    return (VdoMode) lookup(vdo_mode_table, _VDO_MODE_MAX, s);
-}
-const char *vdo_index_state_to_string(VdoIndexState s) {
-    return s >= 0 && s < _VDO_INDEX_STATE_MAX ? vdo_index_state_table[s] : NULL;
-}
-VdoIndexState vdo_index_state_from_string(const char *s) {
-    return (VdoIndexState) lookup(vdo_index_state_table, _VDO_INDEX_STATE_MAX, s);
-}
+DEFINE_STRING_TABLE_LOOKUP(vdo_mode, VdoMode);
+DEFINE_STRING_TABLE_LOOKUP(vdo_index_state, VdoIndexState);
 
 /* Strict decimal u64: digits only, no sign, no overflow. */
 static int parse_u64(const char *s, size_t len, uint64_t *ret) {
