@@ -102,7 +102,8 @@ static json_object *pool_to_json(Out *o, const Pool *p) {
         o->r = -ENOMEM;
         return NULL;
     }
-    bool dir = p->backend == BACKEND_DIR;
+    const BackendTraits *t = backend_traits(p->backend);
+    bool dir = !t || !t->has_device;
     add_str(o, j, "backend", backend_to_string(p->backend));
     if (!dir)
         add_size(o, j, "volume_size", p->volume_size);

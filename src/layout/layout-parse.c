@@ -22,8 +22,6 @@
 #define MAX_SHARDS 64
 #define MAX_WORKSPACES_PER_VOLUME 1024
 #define MAX_VOLUME_SIZE (1024 * TIB)
-#define MIN_EXT4_SIZE (64 * MIB)
-#define MIN_XFS_SIZE (300 * MIB) /* mkfs.xfs refuses smaller filesystems */
 #define MIN_BLOCK_MAP_CACHE (128 * MIB)
 #define MAX_STATIC_WORKSPACES 4096
 /* sun_path is 108 bytes including the NUL. */
@@ -623,10 +621,6 @@ static void parse_vdo(Parser *p, const LayoutNode *n, Pool *pool, bool *ret_logi
     }
 }
 
-static const char *fs_of(Backend b) {
-    return b == BACKEND_LOOP_EXT4 ? "ext4" : "XFS";
-}
-
 static void parse_pool(Parser *p, const LayoutNode *n, PoolRole role, Pool *pool) {
     char where[64];
     snprintf(where, sizeof where, "pool '%s'", pool_role_to_string(role));
@@ -646,13 +640,14 @@ static void parse_pool(Parser *p, const LayoutNode *n, PoolRole role, Pool *pool
     }
     const Backend b = pool->backend;
     const char *bname = backend_to_string(b);
-    const bool is_dir = backend_ok && b == BACKEND_DIR;
-    const bool is_vdo = backend_ok && b == BACKEND_VDO_XFS;
+    const BackendTraits *traits = backend_ok ? backend_traits(b) : NULL;
+    const bool is_dir = traits && !traits->has_device;
+    const bool is_vdo = traits && traits->takes_vdo;
 
-    if (is_dir)
+    if (is_dir) {
         pool->direct_io = false;
-    if (backend_ok && b == BACKEND_DIR)
         pool->volume_size = 0;
+    }
     if (is_vdo) {
         pool->has_vdo = true;
         pool->vdo = (VdoOptions) {
@@ -700,12 +695,10 @@ static void parse_pool(Parser *p, const LayoutNode *n, PoolRole role, Pool *pool
             }
         }
     }
-    if (backend_ok && !is_dir) {
-        uint64_t min = b == BACKEND_LOOP_EXT4 ? MIN_EXT4_SIZE : MIN_XFS_SIZE;
-        if (pool->volume_size < min && (size_given || !v))
-            err(p, v ?: n, "volume_size: %s needs at least %s per volume, got %s", fs_of(b),
-                b == BACKEND_LOOP_EXT4 ? "64MiB" : "300MiB (the mkfs.xfs minimum)",
-                v ? v->value : "the default");
+    if (traits && traits->has_device) {
+        if (pool->volume_size < traits->min_volume_size && (size_given || !v))
+            err(p, v ?: n, "volume_size: %s needs at least %s per volume, got %s", traits->fs_name,
+                traits->min_volume_size_text, v ? v->value : "the default");
     }
 
     LayoutNode *minv = map_get(n, "min_volumes", NULL), *maxv = map_get(n, "max_volumes", NULL);

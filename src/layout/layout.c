@@ -37,6 +37,25 @@ DEFINE_STRING_TABLE_LOOKUP(pool_role, PoolRole);
 DEFINE_STRING_TABLE_LOOKUP(placement_policy, PlacementPolicy);
 DEFINE_STRING_TABLE_LOOKUP(restart_policy, RestartPolicy);
 
+static const BackendTraits backend_traits_table[_BACKEND_MAX] = {
+    [BACKEND_LOOP_EXT4] = { .fs_type = "ext4", .fs_name = "ext4", .has_device = true, .uses_loop = true,
+                            .takes_writeback = true, .min_volume_size = 64 * MIB,
+                            .min_volume_size_text = "64MiB" },
+    [BACKEND_LOOP_XFS] = { .fs_type = "xfs", .fs_name = "XFS", .has_device = true, .uses_loop = true,
+                           .takes_writeback = true, .min_volume_size = 300 * MIB,
+                           .min_volume_size_text = "300MiB (the mkfs.xfs minimum)" },
+    [BACKEND_VDO_XFS] = { .fs_type = "xfs", .fs_name = "XFS", .has_device = true, .uses_loop = true,
+                          .takes_writeback = true, .takes_vdo = true, .min_volume_size = 300 * MIB,
+                          .min_volume_size_text = "300MiB (the mkfs.xfs minimum)" },
+    [BACKEND_DIR] = { .fs_name = "the host filesystem" },
+};
+
+const BackendTraits *backend_traits(Backend b) {
+    if ((int) b < 0 || b >= _BACKEND_MAX)
+        return NULL;
+    return &backend_traits_table[b];
+}
+
 const char *const layout_placeholders[] = {
     "id", "tenant", "state_dir", "content_dirs", "content_dir", "shards", "mountpoint", "volume", NULL,
 };

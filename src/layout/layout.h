@@ -65,6 +65,29 @@ PlacementPolicy placement_policy_from_string(const char *s);
 const char *restart_policy_to_string(RestartPolicy p);
 RestartPolicy restart_policy_from_string(const char *s);
 
+/*
+ * What the layout language knows about each backend: data, no behaviour
+ * (the behaviour is src/backend's VolumeBackend table). The validator and
+ * every layer that must tell backends apart read these traits instead of
+ * comparing Backend values.
+ */
+typedef struct BackendTraits {
+    const char *fs_type;             /* mkfs/mount type: "ext4", "xfs"; NULL for
+                                        dir (no filesystem of its own) */
+    const char *fs_name;             /* for messages: "ext4", "XFS" */
+    bool has_device;                 /* a backing file (or block device) with a
+                                        size, a filesystem and a mount; false
+                                        for dir */
+    bool uses_loop;                  /* a loop device: direct_io applies */
+    bool takes_writeback;            /* bdi writeback limits of its loop device */
+    bool takes_vdo;                  /* the pool's vdo: options */
+    uint64_t min_volume_size;        /* the filesystem's minimum (bytes) */
+    const char *min_volume_size_text;/* the same, worded for an error */
+} BackendTraits;
+
+/* The traits of b, or NULL for a value that is not a backend. */
+const BackendTraits *backend_traits(Backend b);
+
 /* bdi writeback limits of a volume's loop device (/sys/class/bdi/M:m/). */
 typedef struct WritebackLimits {
     int max_ratio;      /* 0..100 percent; -1 = leave the kernel's value */
