@@ -1,383 +1,238 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 /*
- * Volumes in the agent: observe -> plan -> apply at start and on reload
- * (only the difference: an unchanged volume plans no step), carving one more
- * state volume when placement asks for it, and the flush probe.
- *
- * The flush probe writes and fsyncs 4 KiB on every mounted volume at the
- * layout's interval and times it: the volume's current flush cost, the very
- * thing layoutd exists to bound. It runs in a child process (this binary,
- * `--flush-probe DIR...`), because an fsync on a busy volume can take
- * seconds and the event loop must not wait for it.
+ * The agent's view of its volumes: the cached observation that every GET
+ * is served from. It is refreshed by an observe worker (never on the
+ * loop), coalesced to one at a time: when mountinfo changes (EPOLLPRI on
+ * /proc/self/mountinfo, debounced), after volume jobs (which bring their
+ * own observation), and on a timer. Health is assessed from it, and a
+ * change of a volume's health is logged and sent as an event.
  */
 #include <fcntl.h>
 #include <inttypes.h>
 #include <stdio.h>
-#include <sys/stat.h>
-#include <sys/wait.h>
 
 #include "agent.h"
 #include "log.h"
 #include "util.h"
+#include "volume-report.h"
 
-static void log_apply_result(const ApplyResult *res) {
-    for (size_t i = 0; i < res->n_volumes; i++) {
-        const ApplyVolumeResult *v = &res->volumes[i];
-        for (size_t j = 0; j < v->n_steps; j++) {
-            const ApplyStepResult *s = &v->steps[j];
-            if (s->error < 0)
-                log_error("volume %s: %s: failed: %s", v->volume, s->description,
-                          s->message ? s->message : strerror(-s->error));
-            else if (s->changed)
-                log_info("volume %s: %s%s%s", v->volume, s->description, s->message ? ": " : "",
-                         s->message ? s->message : "");
-        }
-        for (char **n = v->notes; n && *n; n++)
-            log_warning("volume %s: %s", v->volume, *n);
-        switch (v->outcome) {
-        case APPLY_OUTCOME_FAILED:
-            log_error("volume %s: failed%s: %s", v->volume, v->rolled_back ? " (rolled back)" : "",
-                      v->message ? v->message : strerror(-v->error));
-            break;
-        case APPLY_OUTCOME_REFUSED:
-            log_error("volume %s: refused, left untouched: %s", v->volume, v->message ? v->message : "");
-            break;
-        case APPLY_OUTCOME_CHANGED:
-            log_info("volume %s: up (changed)", v->volume);
-            break;
-        default:
-            log_debug("volume %s: up (unchanged)", v->volume);
-        }
-    }
+#define OBSERVE_INTERVAL (10 * USEC_PER_SEC)
+#define MOUNTINFO_DEBOUNCE (250 * USEC_PER_MSEC)
+
+const VolumeObservation *agent_volume(Agent *a, const char *name) {
+    return observation_find(a->engine->observation, name);
 }
 
-int agent_volumes_observe(Agent *a, Observation **ret) {
-    int r = observe_volumes(a->layout, a->record, ret);
-    if (r >= 0)
-        agent_vdo_observe_fixup(a, *ret); /* vdo-xfs mounts are of the dm device */
-    return r;
-}
-
-/* Observes, plans and applies the layout `l` (the agent's, or a variant of
- * it); only steps of `only` when it is not NULL. */
-static int volumes_apply(Agent *a, const Layout *l, const char *only, ApplyResult **ret) {
-    _cleanup_(observation_freep) Observation *obs = NULL;
-    _cleanup_(plan_freep) Plan *plan = NULL;
-    int r;
-
-    r = observe_volumes(l, a->record, &obs);
-    if (r < 0)
-        return r;
-    r = plan_compute(l, a->record, obs, &plan);
-    if (r < 0)
-        return r;
-    if (only) {
-        /* Keep the steps of one volume: move them to the front, and hide
-         * the rest from apply (plan_free still frees every step). */
-        size_t k = 0;
-        for (size_t i = 0; i < plan->n_steps; i++)
-            if (streq(plan->steps[i].volume, only)) {
-                PlanStep t = plan->steps[k];
-                plan->steps[k++] = plan->steps[i];
-                plan->steps[i] = t;
-            }
-        size_t all = plan->n_steps;
-        plan->n_steps = k;
-        r = apply_plan(l, plan, NULL, a->record, a->record_path, ret);
-        plan->n_steps = all;
-        return r;
-    }
-    return apply_plan(l, plan, obs, a->record, a->record_path, ret);
-}
-
-int agent_volumes_apply(Agent *a) {
-    _cleanup_(apply_result_freep) ApplyResult *res = NULL;
-    int r = volumes_apply(a, a->layout, NULL, &res);
-    if (r < 0)
-        return log_error_errno(r, "Failed to apply the layout's volumes: %m");
-    log_apply_result(res);
-    apply_result_free(a->last_apply);
-    a->last_apply = TAKE_PTR(res);
-    return 0;
-}
-
-static bool outcome_is_up(ApplyOutcome o) {
-    return o == APPLY_OUTCOME_CHANGED || o == APPLY_OUTCOME_UNCHANGED;
-}
-
-size_t agent_volumes_up(Agent *a) {
+size_t agent_volumes_total(Agent *a) {
+    const Observation *o = a->engine->observation;
     size_t n = 0;
-    for (size_t i = 0; a->last_apply && i < a->last_apply->n_volumes; i++)
-        if (outcome_is_up(a->last_apply->volumes[i].outcome))
+    for (size_t i = 0; o && i < o->n; i++)
+        if (o->volumes[i].declared || state_record_find_volume(agent_record(a), o->volumes[i].name))
             n++;
     return n;
 }
 
-/* Replaces (or adds) the entry of one volume in last_apply. */
-static int merge_apply_result(Agent *a, ApplyResult *res) {
-    if (!a->last_apply) {
-        a->last_apply = res;
-        return 0;
-    }
-    for (size_t i = 0; i < res->n_volumes; i++) {
-        ApplyVolumeResult *v = &res->volumes[i];
-        size_t j;
-        for (j = 0; j < a->last_apply->n_volumes; j++)
-            if (streq(a->last_apply->volumes[j].volume, v->volume))
-                break;
-        if (j == a->last_apply->n_volumes) {
-            ApplyVolumeResult *t = realloc(a->last_apply->volumes, sizeof(*t) * (j + 1));
-            if (!t)
-                return -ENOMEM;
-            a->last_apply->volumes = t;
-            a->last_apply->n_volumes++;
-        } else {
-            /* Free the old entry by handing it to a one-volume result. */
-            ApplyResult old = { .volumes = malloc(sizeof(ApplyVolumeResult)), .n_volumes = 1 };
-            if (!old.volumes)
-                return -ENOMEM;
-            old.volumes[0] = a->last_apply->volumes[j];
-            ApplyResult *p = malloc(sizeof(ApplyResult));
-            if (!p) {
-                free(old.volumes);
-                return -ENOMEM;
-            }
-            *p = old;
-            apply_result_free(p);
-        }
-        a->last_apply->volumes[j] = *v;
-    }
-    res->n_volumes = 0;
-    apply_result_free(res);
-    return 0;
+size_t agent_volumes_up(Agent *a) {
+    const Observation *o = a->engine->observation;
+    size_t n = 0;
+    for (size_t i = 0; o && i < o->n; i++)
+        if (volume_observation_is_up(&o->volumes[i]))
+            n++;
+    return n;
 }
 
-/*
- * PlaceCarveFunc: carves state volume `index` when every existing one is at
- * its bound. The variant layout declares one more volume; its plan is cut
- * down to that volume's steps, so nothing else is touched.
- *
- * This runs synchronously on the event loop: a carve takes about a second
- * for small volumes (mkfs is a child process, but we wait for it). Making
- * it asynchronous needs the API to suspend the request until the volume is
- * up; until then a create that carves holds the loop for that long.
- */
-int agent_carve(void *userdata, PoolRole role, unsigned index, char **ret_volume_name) {
-    Agent *a = userdata;
-    _cleanup_free_ char *name = NULL;
-    ApplyResult *res = NULL;
-    int r;
-
-    if (role != POOL_STATE)
-        return -EOPNOTSUPP;
-    Layout variant = *a->layout;
-    if (index >= variant.pools[role].max_volumes)
-        return -ENOSPC;
-    variant.pools[role].min_volumes = MAX(variant.pools[role].min_volumes, index + 1);
-    r = layout_volume_name(role, index, &name);
-    if (r < 0)
-        return r;
-
-    log_info("volume %s: carving a new flush domain (every state volume is at its bound)", name);
-    usec_t t0 = now_usec(CLOCK_MONOTONIC);
-    r = volumes_apply(a, &variant, name, &res);
-    usec_t took = now_usec(CLOCK_MONOTONIC) - t0;
-    if (r < 0)
-        return log_error_errno(r, "volume %s: carve failed: %m", name);
-    log_apply_result(res);
-    bool ok = apply_result_ok(res);
-    int err = res->n_volumes > 0 ? res->volumes[0].error : 0;
-    r = merge_apply_result(a, res);
-    if (r < 0)
-        return r;
-    if (!ok)
-        return err < 0 ? err : -EIO;
-    /* Said out loud, since the event loop waited this long (see above). */
-    log_info("volume %s: carved in %" PRIu64 " ms", name, took / USEC_PER_MSEC);
-    (void) agent_flush_probe_start(a); /* the new volume gets probed too */
-    *ret_volume_name = TAKE_PTR(name);
-    return 0;
-}
-
-/* ---- the flush probe ---------------------------------------------------- */
-
-#define PROBE_FILE ".layoutd-flush-probe"
-
-int agent_flush_probe_child(int argc, char **argv) {
-    static char block[4096];
-    memset(block, 0xa5, sizeof block);
-    for (int i = 0; i < argc; i++) {
-        _cleanup_free_ char *p = NULL;
-        if (asprintf(&p, "%s/%s", argv[i], PROBE_FILE) < 0)
-            return 1;
-        usec_t t0 = now_usec(CLOCK_MONOTONIC);
-        int err = 0;
-        int fd = open(p, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW, 0600);
-        if (fd < 0)
-            err = errno;
-        else {
-            if (write(fd, block, sizeof block) != (ssize_t) sizeof block)
-                err = errno ? errno : EIO;
-            else if (fsync(fd) < 0)
-                err = errno;
-            close(fd);
-        }
-        printf("%" PRIu64 " %d\n", now_usec(CLOCK_MONOTONIC) - t0, err);
-        fflush(stdout);
+/* ok: in service as asked; degraded: in service, but not as the layout
+ * asks (direct I/O refused, VDO read-only); failed: out of service. */
+const char *agent_volume_health(Agent *a, const VolumeObservation *v, const char **ret_problem) {
+    const ApplyVolumeResult *res = apply_result_find(a->volume_results, v->name);
+    const Pool *p = layout_pool(agent_layout(a), v->role);
+    const char *problem = NULL, *health = "ok";
+    if (!volume_observation_is_up(v)) {
+        health = "failed";
+        problem = res && res->message ? res->message : "not mounted";
+    } else if (v->attached && p && p->direct_io && !v->loop.direct_io) {
+        health = "degraded";
+        problem = "direct I/O was refused by the kernel: the loop device is buffered";
+    } else if (v->has_vdo_stats && v->vdo.degraded) {
+        health = "degraded";
+        problem = v->vdo.mode == VDO_MODE_READ_ONLY ? "VDO is in read-only mode after an error"
+                                                    : "the VDO deduplication index is in error";
     }
-    return 0;
+    if (ret_problem)
+        *ret_problem = problem;
+    return health;
 }
 
-FlushProbe *agent_flush_probe_find(Agent *a, const char *volume) {
-    for (size_t i = 0; i < a->n_probes; i++)
-        if (streq(a->probes[i].volume, volume))
-            return &a->probes[i];
+static const char *previous_health(Agent *a, const char *name) {
+    size_t n = strlen(name);
+    for (char **h = a->volume_health; h && *h; h++)
+        if (strncmp(*h, name, n) == 0 && (*h)[n] == '=')
+            return *h + n + 1;
     return NULL;
 }
 
-static FlushProbe *probe_get(Agent *a, const char *volume) {
-    FlushProbe *p = agent_flush_probe_find(a, volume);
-    if (p)
-        return p;
-    /* Buckets from 100 us to 30 s: a healthy probe takes a millisecond or
-     * two, a shared journal under load tens of seconds. */
-    static const double bounds[] = { 0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025,
-                                     0.05,   0.1,     0.25,   0.5,   1,      2.5,   5,    10, 30 };
-    FlushProbe *t = realloc(a->probes, sizeof(FlushProbe) * (a->n_probes + 1));
-    if (!t)
+void agent_volumes_changed(Agent *a) {
+    const Observation *o = a->engine->observation;
+    char **now = NULL;
+    for (size_t i = 0; o && i < o->n; i++) {
+        const VolumeObservation *v = &o->volumes[i];
+        const char *problem = NULL, *health = agent_volume_health(a, v, &problem);
+        const char *before = previous_health(a, v->name);
+        _cleanup_free_ char *kv = NULL;
+        if (asprintf(&kv, "%s=%s", v->name, health) < 0 || strv_extend(&now, kv) < 0)
+            continue;
+        if (streq_ptr(before, health) || (!before && streq(health, "ok")))
+            continue;
+        log_full_errno(streq(health, "ok") ? LOG_NOTICE : streq(health, "failed") ? LOG_ERR : LOG_WARNING, 0,
+                       "volume %s: health %s -> %s%s%s", v->name, before ?: "unknown", health, problem ? ": " : "",
+                       problem ?: "");
+        json_object *f = json_object_new_object();
+        json_object_object_add(f, "volume", json_object_new_string(v->name));
+        json_object_object_add(f, "from", before ? json_object_new_string(before) : NULL);
+        json_object_object_add(f, "to", json_object_new_string(health));
+        json_object_object_add(f, "problem", problem ? json_object_new_string(problem) : NULL);
+        agent_event(a, "volume.health", f);
+    }
+    strv_free(a->volume_health);
+    a->volume_health = now;
+    agent_vdo_observed(a);
+    if (a->ready)
+        agent_update_status(a);
+}
+
+json_object *agent_volume_json(Agent *a, const VolumeObservation *v) {
+    json_object *o = NULL;
+    const VolumeRecord *rec = state_record_find_volume(agent_record(a), v->name);
+    if (volume_report_json(agent_layout(a), v, rec, &o) < 0)
         return NULL;
-    a->probes = t;
-    p = &a->probes[a->n_probes];
-    *p = (FlushProbe) { .volume = strdup(volume) };
-    if (!p->volume)
-        return NULL;
-    (void) metrics_histogram_init(&p->histogram, bounds, ELEMENTSOF(bounds));
-    a->n_probes++;
-    return p;
+    const ApplyVolumeResult *res = apply_result_find(a->volume_results, v->name);
+    const char *problem = NULL, *health = agent_volume_health(a, v, &problem);
+    const char *state = volume_observation_is_up(v) ? "up" : "down";
+    if (res && res->outcome == APPLY_OUTCOME_FAILED)
+        state = "failed";
+    else if (res && res->outcome == APPLY_OUTCOME_REFUSED)
+        state = "refused";
+    json_object_object_add(o, "state", json_object_new_string(state));
+    json_object_object_add(o, "health", json_object_new_string(health));
+    json_object_object_add(o, "message", problem ? json_object_new_string(problem) : NULL);
+
+    /* Active workspaces on the volume (its flush scope) and their tenant. */
+    json_object *ws = json_object_new_array();
+    const char *tenant = NULL;
+    bool mixed = false, first = true;
+    StateRecord *record = agent_record(a);
+    for (size_t i = 0; i < record->n_workspaces; i++) {
+        const WorkspaceRecord *w = record->workspaces[i];
+        if (!w->active || !streq_ptr(w->volume, v->name))
+            continue;
+        json_object_array_add(ws, json_object_new_string(w->id));
+        if (first)
+            tenant = w->tenant;
+        else if (!streq_ptr(tenant, w->tenant))
+            mixed = true;
+        first = false;
+    }
+    json_object_object_add(o, "flush_scope", json_object_new_int64((int64_t) json_object_array_length(ws)));
+    json_object_object_add(o, "workspaces", ws);
+    json_object_object_add(o, "tenant", !mixed && tenant ? json_object_new_string(tenant) : NULL);
+    if (mixed)
+        json_object_object_add(o, "mixed_tenants", json_object_new_boolean(true));
+
+    FlushProbe *p = agent_flush_probe_find(a, v->name);
+    if (p) {
+        json_object *f = json_object_new_object();
+        json_object_object_add(f, "last_seconds",
+                               p->has_last ? json_object_new_double((double) p->last / USEC_PER_SEC) : NULL);
+        json_object_object_add(f, "samples", json_object_new_uint64(p->histogram.count));
+        json_object_object_add(f, "last_error", p->last_error ? json_object_new_string(strerror(p->last_error)) : NULL);
+        json_object_object_add(o, "flush_probe", f);
+    } else
+        json_object_object_add(o, "flush_probe", NULL);
+    agent_vdo_volume_json(a, v, o);
+    return o;
 }
 
-static void probe_reset_child(Agent *a) {
-    a->probe_child = sd_event_source_disable_unref(a->probe_child);
-    a->probe_pipe = safe_close(a->probe_pipe);
-    a->probe_volumes = strv_free(a->probe_volumes);
-    a->probe_pid = 0;
-}
+/* ---- the refresh --------------------------------------------------------- */
 
-static int on_probe_exit(sd_event_source *s, const siginfo_t *si, void *userdata) {
+static void start_observe(Agent *a);
+
+static void on_observed(Worker *w, int error, const char *message, ApplyResult *res, Observation *obs,
+                        json_object *extra, void *userdata) {
     Agent *a = userdata;
-    char buf[16384];
-    ssize_t n = read(a->probe_pipe, buf, sizeof buf - 1);
-    buf[n > 0 ? n : 0] = 0;
-    char *line = buf;
-    for (char **v = a->probe_volumes; v && *v; v++) {
-        uint64_t usec;
-        int err;
-        if (!line || sscanf(line, "%" SCNu64 " %d", &usec, &err) != 2)
-            break;
-        line = strchr(line, '\n');
-        if (line)
-            line++;
-        FlushProbe *p = probe_get(a, *v);
-        if (!p)
-            continue;
-        p->at = now_usec(CLOCK_REALTIME);
-        p->last_error = err;
-        if (err) {
-            log_warning("volume %s: flush probe failed: %s", *v, strerror(err));
-            continue;
-        }
-        p->has_last = true;
-        p->last = usec;
-        metrics_histogram_observe(&p->histogram, (double) usec / USEC_PER_SEC);
+    if (error < 0 || !obs)
+        log_warning("Observing the volumes failed, keeping the previous observation: %s",
+                    message ?: strerror(-error));
+    else {
+        observation_free(a->engine->observation);
+        a->engine->observation = obs;
+        obs = NULL;
+        agent_volumes_changed(a);
     }
-    probe_reset_child(a);
-    return 0;
+    apply_result_free(res);
+    observation_free(obs);
+    json_object_put(extra);
+    a->observer = worker_free(a->observer);
+    if (a->observe_again) {
+        a->observe_again = false;
+        start_observe(a);
+    }
 }
 
-static int probe_run(Agent *a) {
-    _cleanup_(observation_freep) Observation *obs = NULL;
-    _cleanup_strv_free_ char **args = NULL, **vols = NULL;
-    int pipefd[2], r;
-
-    if (a->probe_pid > 0)
-        return 0; /* the previous probe is still stuck in fsync: that is the news */
-    r = agent_volumes_observe(a, &obs);
+static void start_observe(Agent *a) {
+    WorkerRequest req = { .op = WORKER_OP_OBSERVE, .layout = agent_layout(a), .record = agent_record(a) };
+    WorkerCallbacks cb = { .on_done = on_observed };
+    int r = worker_start(a->event, AGENT_SELF_EXE, &req, &cb, a, &a->observer);
     if (r < 0)
-        return r;
-    if ((r = strv_extend(&args, "/proc/self/exe")) < 0 || (r = strv_extend(&args, "--flush-probe")) < 0)
-        return r;
-    for (size_t i = 0; i < obs->n; i++) {
-        const VolumeObservation *v = &obs->volumes[i];
-        bool up = v->backend == BACKEND_DIR ? v->dir_exists : v->mounted_ours;
-        if (!up || !v->mount_path)
-            continue;
-        if ((r = strv_extend(&args, v->mount_path)) < 0 || (r = strv_extend(&vols, v->name)) < 0)
-            return r;
-    }
-    if (!vols)
-        return 0;
-    if (pipe2(pipefd, O_CLOEXEC) < 0)
-        return -errno;
-    pid_t pid = fork();
-    if (pid < 0) {
-        r = -errno;
-        safe_close(pipefd[0]);
-        safe_close(pipefd[1]);
-        return r;
-    }
-    if (pid == 0) {
-        /* The child only execs: no allocation, no locks after fork. */
-        if (dup2(pipefd[1], STDOUT_FILENO) < 0)
-            _exit(127);
-        execv("/proc/self/exe", args);
-        _exit(127);
-    }
-    safe_close(pipefd[1]);
-    a->probe_pipe = pipefd[0];
-    a->probe_pid = pid;
-    a->probe_volumes = TAKE_PTR(vols);
-    r = sd_event_add_child(a->event, &a->probe_child, pid, WEXITED, on_probe_exit, a);
-    if (r < 0) {
-        (void) kill(pid, SIGKILL);
-        (void) waitpid(pid, NULL, 0);
-        probe_reset_child(a);
-        return r;
-    }
-    return 0;
+        log_warning_errno(r, "Cannot start the observe worker, ignoring: %m");
 }
 
-static int on_probe_timer(sd_event_source *s, uint64_t usec, void *userdata) {
+void agent_volumes_refresh(Agent *a) {
+    if (a->stopping)
+        return;
+    if (a->observer) {
+        a->observe_again = true;
+        return;
+    }
+    start_observe(a);
+}
+
+static int on_observe_timer(sd_event_source *s, uint64_t usec, void *userdata) {
     Agent *a = userdata;
-    int r = probe_run(a);
-    if (r < 0)
-        log_warning_errno(r, "Flush probe could not run, ignoring: %m");
-    (void) sd_event_source_set_time_relative(s, a->layout->api.flush_probe_interval);
+    agent_volumes_refresh(a);
+    (void) sd_event_source_set_time_relative(s, OBSERVE_INTERVAL);
     (void) sd_event_source_set_enabled(s, SD_EVENT_ONESHOT);
     return 0;
 }
 
-int agent_flush_probe_start(Agent *a) {
-    /* The VDO monitor and fstrim are periodic volume jobs too: they start
-     * and stop with the probe (start, reload, carve, stop, free). */
-    (void) agent_vdo_start(a);
-    if (a->layout->api.flush_probe_interval == 0 || a->stopping)
-        return 0;
-    if (a->probe_timer) {
-        /* Probe soon, so a new volume gets its first sample. */
-        (void) sd_event_source_set_time_relative(a->probe_timer, USEC_PER_SEC);
-        return sd_event_source_set_enabled(a->probe_timer, SD_EVENT_ONESHOT);
+static int on_mountinfo(sd_event_source *s, int fd, uint32_t revents, void *userdata) {
+    Agent *a = userdata;
+    /* A burst of mounts (daemons starting) is one refresh: the timer is
+     * pulled in, not added to. */
+    usec_t next = 0;
+    (void) sd_event_source_get_time(a->observe_timer, &next);
+    usec_t soon = now_usec(CLOCK_MONOTONIC) + MOUNTINFO_DEBOUNCE;
+    if (next > soon) {
+        (void) sd_event_source_set_time(a->observe_timer, soon);
+        (void) sd_event_source_set_enabled(a->observe_timer, SD_EVENT_ONESHOT);
     }
-    /* The first probe one second after start, then at the interval. */
-    return sd_event_add_time_relative(a->event, &a->probe_timer, CLOCK_MONOTONIC, USEC_PER_SEC, 0,
-                                      on_probe_timer, a);
+    return 0;
 }
 
-void agent_flush_probe_stop(Agent *a) {
-    agent_vdo_stop(a);
-    a->probe_timer = sd_event_source_disable_unref(a->probe_timer);
-    if (a->probe_pid > 0) {
-        (void) kill(a->probe_pid, SIGKILL);
-        (void) waitpid(a->probe_pid, NULL, 0);
-    }
-    probe_reset_child(a);
+int agent_volumes_watch(Agent *a) {
+    int r = sd_event_add_time_relative(a->event, &a->observe_timer, CLOCK_MONOTONIC, OBSERVE_INTERVAL,
+                                       100 * USEC_PER_MSEC, on_observe_timer, a);
+    if (r < 0)
+        return r;
+    /* mountinfo signals a change with EPOLLPRI (proc(5)): no polling. */
+    a->mountinfo_fd = open("/proc/self/mountinfo", O_RDONLY | O_CLOEXEC);
+    if (a->mountinfo_fd < 0)
+        return -errno;
+    return sd_event_add_io(a->event, &a->mountinfo_source, a->mountinfo_fd, EPOLLPRI, on_mountinfo, a);
+}
+
+void agent_volumes_unwatch(Agent *a) {
+    a->observe_timer = sd_event_source_disable_unref(a->observe_timer);
+    a->mountinfo_source = sd_event_source_disable_unref(a->mountinfo_source);
+    a->mountinfo_fd = safe_close(a->mountinfo_fd);
+    a->observer = worker_free(a->observer);
 }

@@ -1,13 +1,20 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 /*
- * Workspaces in the agent: at start, reconcile the record with the state
- * volumes' directories, create the layout's static workspaces, and hand every
- * active workspace to the supervisor (which re-adopts the daemons that
- * survived us, and restarts the rest). The supervisor's callbacks land here:
- * daemon output goes to the log tagged with the workspace id, and daemon
- * identities go into the record.
+ * Workspaces in the agent: placement over the cached observation, carving
+ * a new flush domain when every volume is at its bound (in a worker:
+ * creates that need the same new volume wait for one carve together), the
+ * supervision of every daemon, and the three operations of the API:
+ *
+ *   create   decide -> [carve] -> directory + record -> daemon -> running
+ *   remove   daemon stopped -> record inactive -> [data destroyed, in a
+ *            worker] -> record dropped
+ *   restart  daemon restarted -> running again with a new pid
+ *
+ * Each operation ends when its daemon says so (the supervisor's state
+ * changes), never by polling.
  */
 #include <inttypes.h>
+#include <stdio.h>
 
 #include "agent.h"
 #include "argv.h"
@@ -16,18 +23,150 @@
 #include "place-workspaces.h"
 #include "util.h"
 
-void agent_persist(Agent *a) {
-    int r = state_record_save(a->record, a->record_path);
-    if (r < 0)
-        log_error_errno(r, "Failed to save the record %s, the change is kept in memory only: %m",
-                        a->record_path);
+typedef struct PendingCreate PendingCreate;
+struct PendingCreate {
+    PendingCreate *next;
+    char *id;
+    char *tenant;
+    uint64_t quota;
+    char **labels;
+    bool reclaim;
+    ApiOperation *op;
+    unsigned attempts;        /* carves refused so far (another index is tried) */
+};
+
+struct PendingCarve {
+    PendingCarve *next;
+    unsigned index;
+    char *name;
+    PendingCreate *creates;
+};
+
+typedef enum WaiterKind {
+    WAIT_RUNNING,             /* create, restart: the daemon runs (a new pid) */
+} WaiterKind;
+
+struct WorkspaceWaiter {
+    WorkspaceWaiter *next;
+    char *id;
+    WaiterKind kind;
+    pid_t old_pid;            /* restart: the pid that must go */
+    ApiOperation *op;
+    int step;
+    unsigned status;          /* the answer's status: 201 create, 200 restart */
+};
+
+static void pending_create_free(PendingCreate *c) {
+    free(c->id);
+    free(c->tenant);
+    strv_free(c->labels);
+    api_operation_unref(c->op);
+    free(c);
 }
+
+static bool id_is_pending(Agent *a, const char *id) {
+    for (PendingCarve *p = a->carves; p; p = p->next)
+        for (PendingCreate *c = p->creates; c; c = c->next)
+            if (streq(c->id, id))
+                return true;
+    return false;
+}
+
+/* ---- the placement context over the cache ------------------------------ */
+
+static int place_observe_cached(void *userdata, const VolumeRecord *v, const char *mount_path,
+                                PlaceVolumeObservation *ret) {
+    Agent *a = userdata;
+    const VolumeObservation *o = agent_volume(a, v->name);
+    *ret = (PlaceVolumeObservation) {};
+    if (!o || !volume_observation_is_up(o) || !o->has_statvfs) {
+        ret->flags |= PLACE_VOLUME_UNAVAILABLE;
+        return 0;
+    }
+    ret->free_bytes = o->fs_avail;
+    ret->free_inodes = o->fs_inodes_free;
+    if (o->fs_read_only)
+        ret->flags |= PLACE_VOLUME_READ_ONLY;
+    const char *health = agent_volume_health(a, o, NULL);
+    if (!streq(health, "ok"))
+        ret->flags |= PLACE_VOLUME_DEGRADED;
+    if (o->has_vdo_stats && o->vdo.mode == VDO_MODE_READ_ONLY)
+        ret->flags |= PLACE_VOLUME_READ_ONLY;
+    return 0;
+}
+
+/* Candidates the record does not describe: volumes being carved (with the
+ * creates that wait for them), and state volumes the engine refused and
+ * never recorded (a foreign file at state-N.img): their index is skipped. */
+static PlaceCandidate *place_extras(Agent *a, size_t *ret_n) {
+    size_t n = 0, cap = 0;
+    PlaceCandidate *x = NULL;
+    const Pool *p = layout_pool(agent_layout(a), POOL_STATE);
+    for (PendingCarve *c = a->carves; c; c = c->next) {
+        if (n == cap) {
+            cap = MAX(cap * 2, 8u);
+            PlaceCandidate *t = realloc(x, sizeof(*t) * cap);
+            if (!t)
+                break;
+            x = t;
+        }
+        unsigned waiting = 0;
+        const char *tenant = "";
+        for (PendingCreate *pc = c->creates; pc; pc = pc->next, waiting++)
+            tenant = pc->tenant ?: "";
+        x[n++] = (PlaceCandidate) {
+            .name = c->name,
+            .index = c->index,
+            .n_workspaces = waiting,
+            .tenant = tenant,
+            /* Not observable yet: what a fresh volume of the pool offers. */
+            .free_bytes = p ? p->volume_size : 0,
+            .free_inodes = UINT64_MAX,
+            .flags = PLACE_VOLUME_CARVING,
+        };
+    }
+    for (size_t i = 0; a->volume_results && i < a->volume_results->n_volumes; i++) {
+        const ApplyVolumeResult *v = &a->volume_results->volumes[i];
+        unsigned index;
+        if (v->outcome != APPLY_OUTCOME_REFUSED || state_record_find_volume(agent_record(a), v->volume) ||
+            sscanf(v->volume, "state-%u", &index) != 1)
+            continue;
+        if (n == cap) {
+            cap = MAX(cap * 2, 8u);
+            PlaceCandidate *t = realloc(x, sizeof(*t) * cap);
+            if (!t)
+                break;
+            x = t;
+        }
+        x[n++] = (PlaceCandidate) { .name = v->volume, .index = index, .flags = PLACE_VOLUME_UNAVAILABLE };
+    }
+    *ret_n = n;
+    return x;
+}
+
+void agent_place_context(Agent *a, PlaceContext *ret) {
+    size_t n = 0;
+    free(a->place_extras);
+    a->place_extras = place_extras(a, &n);
+    *ret = (PlaceContext) {
+        .layout = agent_layout(a),
+        .record = agent_record(a),
+        .record_path = a->engine->record_path,
+        .observe = place_observe_cached,
+        .observe_userdata = a,
+        .extra = a->place_extras,
+        .n_extra = n,
+    };
+}
+
+/* ---- supervision ----------------------------------------------------------- */
 
 int agent_workspace_spawn(Agent *a, const WorkspaceRecord *w) {
     _cleanup_strv_free_ char **content = NULL, **argv = NULL;
+    const Layout *l = agent_layout(a);
     int r;
 
-    r = place_content_dirs(a->layout, &content);
+    r = place_content_dirs(l, &content);
     if (r < 0)
         return log_error_errno(r, "workspace %s: cannot list content shards: %m", w->id);
     ArgvValues values = {
@@ -38,12 +177,12 @@ int agent_workspace_spawn(Agent *a, const WorkspaceRecord *w) {
         .mountpoint = w->mountpoint,
         .volume = w->volume,
     };
-    r = argv_template_expand((const char *const *) a->layout->workspace.command, &values, &argv);
+    r = argv_template_expand((const char *const *) l->workspace.command, &values, &argv);
     if (r < 0)
         return log_error_errno(r, "workspace %s: cannot expand the daemon's command: %m", w->id);
 
     WorkspaceSpec spec = {};
-    supervisor_spec_from_config(&spec, &a->layout->workspace);
+    supervisor_spec_from_config(&spec, &l->workspace);
     spec.id = w->id;
     spec.argv = argv;
     spec.mountpoint = w->mountpoint;
@@ -56,17 +195,75 @@ int agent_workspace_spawn(Agent *a, const WorkspaceRecord *w) {
     return 0;
 }
 
-void agent_place_context(Agent *a, PlaceContext *ret) {
-    *ret = (PlaceContext) {
-        .layout = a->layout,
-        .record = a->record,
-        .record_path = a->record_path,
-        .carve = agent_carve,
-        .carve_userdata = a,
-        /* vdo-xfs in read-only mode is degraded: placement skips it. */
-        .observe = agent_vdo_place_observe,
-        .observe_userdata = a,
-    };
+static void waiter_free(WorkspaceWaiter *w) {
+    free(w->id);
+    api_operation_unref(w->op);
+    free(w);
+}
+
+static int add_waiter(Agent *a, const char *id, WaiterKind kind, pid_t old_pid, ApiOperation *op, unsigned status,
+                      const char *step) {
+    if (!op)
+        return 0;
+    WorkspaceWaiter *w = calloc(1, sizeof(*w));
+    if (!w || !(w->id = strdup(id))) {
+        free(w);
+        return -ENOMEM;
+    }
+    w->kind = kind;
+    w->old_pid = old_pid;
+    w->op = api_operation_ref(op);
+    w->status = status;
+    w->step = api_operation_step(op, "%s", step);
+    w->next = a->waiters;
+    a->waiters = w;
+    return 0;
+}
+
+/* A daemon's state changed: the operations waiting for it may end. */
+static void check_waiters(Agent *a, const char *id) {
+    WorkspaceStatus st;
+    bool known = a->supervisor && supervisor_get_status(a->supervisor, id, &st) >= 0;
+    for (WorkspaceWaiter **p = &a->waiters; *p;) {
+        WorkspaceWaiter *w = *p;
+        if (!streq(w->id, id)) {
+            p = &w->next;
+            continue;
+        }
+        bool done = false;
+        ApiError err = {};
+        if (!known) {
+            api_error_set(&err, -ENOENT, 409, "removed", "workspace '%s' was removed meanwhile", id);
+            done = true;
+        } else if (st.state == SUPERVISOR_RUNNING && st.pid != w->old_pid) {
+            api_operation_step_done(w->op, w->step, 0, "pid %d, ready in %.3f s", (int) st.pid,
+                                    (double) st.ready_latency / USEC_PER_SEC);
+            WorkspaceRecord *rec = state_record_find_workspace(agent_record(a), id);
+            api_operation_succeed(w->op, w->status, rec ? agent_workspace_json(a, rec) : NULL);
+            done = true;
+        } else if (st.state == SUPERVISOR_BACKOFF || st.state == SUPERVISOR_FAILED) {
+            char how[64] = "without a mount";
+            if (st.exited && st.exit_signal)
+                snprintf(how, sizeof how, "killed by signal %s", sigabbrev_np(st.exit_signal) ?: "?");
+            else if (st.exited)
+                snprintf(how, sizeof how, "with status %d", st.exit_status);
+            api_error_set(&err, -EIO, 500, "daemon_failed",
+                          "the FUSE daemon of workspace '%s' exited %s before it was ready; %s", id, how,
+                          st.state == SUPERVISOR_BACKOFF ? "it is restarted with backoff (see its log)"
+                                                         : "it gave up (crash loop); `layoutctl restart` retries");
+            done = true;
+        }
+        if (!done) {
+            p = &w->next;
+            continue;
+        }
+        if (err.status) {
+            api_operation_step_done(w->op, w->step, -EIO, "%s", err.message);
+            api_operation_fail(w->op, &err);
+        }
+        *p = w->next;
+        waiter_free(w);
+    }
 }
 
 int agent_workspaces_start(Agent *a) {
@@ -91,26 +288,26 @@ int agent_workspaces_start(Agent *a) {
         place_reconcile_report_done(&rep);
     }
 
-    const WorkspaceConfig *wc = &a->layout->workspace;
-    for (size_t i = 0; i < wc->n_static_workspaces; i++) {
-        const StaticWorkspace *sw = &wc->static_workspaces[i];
-        WorkspaceRecord *w = place_workspace_get(a->record, sw->id);
-        if (w && w->active)
-            continue;
-        PlaceCreateRequest req = { .id = sw->id, .tenant = sw->tenant, .quota = sw->quota, .reclaim = true };
-        PlaceError err = {};
-        r = place_workspace_create(&ctx, &req, NULL, &err);
-        if (r < 0)
-            log_error_errno(r, "workspace %s (static): not created: %s", sw->id, err.message ? err.message : "%m");
-        else
-            log_info("workspace %s (static): created", sw->id);
-        place_error_done(&err);
-    }
-
-    for (size_t i = 0; i < a->record->n_workspaces; i++) {
-        const WorkspaceRecord *w = a->record->workspaces[i];
+    StateRecord *record = agent_record(a);
+    for (size_t i = 0; i < record->n_workspaces; i++) {
+        const WorkspaceRecord *w = record->workspaces[i];
         if (w->active)
             (void) agent_workspace_spawn(a, w);
+    }
+
+    const WorkspaceConfig *wc = &agent_layout(a)->workspace;
+    for (size_t i = 0; i < wc->n_static_workspaces; i++) {
+        const StaticWorkspace *sw = &wc->static_workspaces[i];
+        WorkspaceRecord *w = place_workspace_get(record, sw->id);
+        if ((w && w->active) || id_is_pending(a, sw->id))
+            continue;
+        ApiWorkspaceRequest req = { .id = sw->id, .tenant = sw->tenant, .quota = sw->quota };
+        ApiError err = {};
+        r = agent_workspace_create(a, &req, NULL, &err);
+        if (r < 0)
+            log_error("workspace %s (static): not created: %s", sw->id, err.message[0] ? err.message : strerror(-r));
+        else
+            log_info("workspace %s (static): %s", sw->id, r == 0 ? "created" : "being created");
     }
 
     r = supervisor_sweep_stale(a->supervisor, wc->mount_root);
@@ -121,6 +318,489 @@ int agent_workspaces_start(Agent *a) {
     return 0;
 }
 
+/* ---- create -------------------------------------------------------------- */
+
+static void place_error_to_api(int r, const PlaceError *pe, ApiError *err) {
+    const char *msg = pe->message ? pe->message : strerror(-r);
+    switch (r) {
+    case -EINVAL:
+        api_error_set_default(err, r, 400, "invalid_request", "%s", msg);
+        break;
+    case -EOPNOTSUPP:
+        api_error_set_default(err, r, 400, "not_supported", "%s", msg);
+        break;
+    case -EEXIST:
+        api_error_set_default(err, r, 409, "exists", "%s", msg);
+        break;
+    case -EACCES:
+    case -EBUSY:
+        api_error_set_default(err, r, 409, "conflict", "%s", msg);
+        break;
+    case -ENOSPC:
+        api_error_set_default(err, r, 507, "pool_full", "%s", msg);
+        break;
+    case -EROFS:
+        api_error_set_default(err, r, 503, "volume_unavailable", "%s", msg);
+        break;
+    default:
+        api_error_set_default(err, r, 500, "internal", "%s", msg);
+    }
+}
+
+static PendingCreate *pending_create_new(const ApiWorkspaceRequest *req, bool reclaim, ApiOperation *op) {
+    PendingCreate *c = calloc(1, sizeof(*c));
+    if (!c)
+        return NULL;
+    c->id = strdup(req->id);
+    c->tenant = req->tenant ? strdup(req->tenant) : NULL;
+    c->quota = req->quota;
+    c->reclaim = reclaim;
+    c->op = api_operation_ref(op);
+    bool ok = c->id && (!req->tenant || c->tenant);
+    if (ok && req->labels) {
+        json_object_object_foreach(req->labels, k, v) {
+            _cleanup_free_ char *kv = NULL;
+            if (asprintf(&kv, "%s=%s", k, json_object_get_string(v)) < 0 || strv_extend(&c->labels, kv) < 0)
+                ok = false;
+        }
+    }
+    if (!ok) {
+        pending_create_free(c);
+        return NULL;
+    }
+    return c;
+}
+
+static PlaceCreateRequest place_request(const PendingCreate *c) {
+    return (PlaceCreateRequest) {
+        .id = c->id, .tenant = c->tenant, .quota = c->quota, .labels = c->labels, .reclaim = c->reclaim,
+    };
+}
+
+static void create_failed(Agent *a, PendingCreate *c, const ApiError *err) {
+    a->api_create_failures++;
+    log_warning("workspace %s: create failed: %s", c->id, err->message);
+    if (c->op)
+        api_operation_fail(c->op, err);
+}
+
+/* The volume exists and is mounted: directory, record, daemon. */
+static int create_on(Agent *a, PendingCreate *c, const char *volume, ApiError *err) {
+    PlaceContext ctx;
+    PlaceError pe = {};
+    WorkspaceRecord *w = NULL;
+    PlaceCreateRequest req = place_request(c);
+    agent_place_context(a, &ctx);
+    int r = place_workspace_create_on(&ctx, &req, volume, &w, &pe);
+    if (r < 0) {
+        place_error_to_api(r, &pe, err);
+        place_error_done(&pe);
+        return r;
+    }
+    log_info("workspace %s: placed on volume %s (%s)", w->id, w->volume, w->state_dir);
+    json_object *f = json_object_new_object();
+    json_object_object_add(f, "workspace", json_object_new_string(w->id));
+    json_object_object_add(f, "volume", json_object_new_string(w->volume));
+    agent_event(a, "workspace.created", f);
+    r = agent_workspace_spawn(a, w);
+    if (r < 0)
+        return api_error_set(err, r, 500, "spawn_failed",
+                             "workspace %s was placed on %s but its daemon could not be started: %s", w->id,
+                             w->volume, strerror(-r));
+    if (c->op) {
+        _cleanup_free_ char *res = NULL;
+        if (asprintf(&res, "/v1/workspaces/%s", w->id) >= 0)
+            (void) api_operation_set_resource(c->op, res);
+        WorkspaceStatus st;
+        if (supervisor_get_status(a->supervisor, w->id, &st) >= 0 && st.state == SUPERVISOR_RUNNING)
+            api_operation_succeed(c->op, 201, agent_workspace_json(a, w)); /* adopted: running already */
+        else
+            (void) add_waiter(a, w->id, WAIT_RUNNING, 0, c->op, 201, "starting the FUSE daemon");
+    }
+    return 0;
+}
+
+static int create_decide(Agent *a, PendingCreate *c, ApiError *err);
+
+static PendingCarve *find_carve(Agent *a, const char *name) {
+    for (PendingCarve *p = a->carves; p; p = p->next)
+        if (streq(p->name, name))
+            return p;
+    return NULL;
+}
+
+static void on_carved(Agent *a, int error, const char *message, ApplyResult *res, json_object *extra,
+                      void *userdata) {
+    PendingCarve *carve = userdata;
+    for (PendingCarve **p = &a->carves; *p; p = &(*p)->next)
+        if (*p == carve) {
+            *p = carve->next;
+            break;
+        }
+    const ApplyVolumeResult *v = apply_result_find(res, carve->name);
+    bool ok = error >= 0 && v && (v->outcome == APPLY_OUTCOME_CHANGED || v->outcome == APPLY_OUTCOME_UNCHANGED);
+    bool refused = error >= 0 && v && v->outcome == APPLY_OUTCOME_REFUSED;
+    json_object *f = json_object_new_object();
+    json_object_object_add(f, "volume", json_object_new_string(carve->name));
+    json_object_object_add(f, "ok", json_object_new_boolean(ok));
+    json_object_object_add(f, "message", !ok ? json_object_new_string(v && v->message ? v->message
+                                                                      : message ?: strerror(-error)) : NULL);
+    agent_event(a, ok ? "volume.carved" : "volume.carve_failed", f);
+    if (ok)
+        log_info("volume %s: carved (a new flush domain)", carve->name);
+
+    /* The volume result is merged after this callback: the placement that
+     * retries below must see the refusal now. */
+    if (refused && v) {
+        ApplyResult *one = NULL;
+        if (apply_result_new(&one) >= 0) {
+            ApplyVolumeResult *c = apply_result_add_volume(one, carve->name);
+            if (c) {
+                c->outcome = APPLY_OUTCOME_REFUSED;
+                c->message = v->message ? strdup(v->message) : NULL;
+            }
+            (void) apply_result_merge(a->volume_results, &one);
+        }
+    }
+
+    while (carve->creates) {
+        PendingCreate *c = carve->creates;
+        carve->creates = c->next;
+        c->next = NULL;
+        ApiError err = {};
+        int r;
+        if (ok)
+            r = create_on(a, c, carve->name, &err);
+        else if (refused && c->attempts++ < 8) {
+            /* Someone else's file at that index: try the next one. */
+            log_warning("volume %s: refused (%s); placing workspace %s elsewhere", carve->name,
+                        v->message ?: "?", c->id);
+            r = create_decide(a, c, &err);
+            if (r > 0)
+                continue; /* it waits for another carve now, and owns c */
+        } else
+            r = api_error_set(&err, error < 0 ? error : -EIO, refused ? 507 : 500,
+                              refused ? "pool_full" : "carve_failed", "carving volume %s failed: %s", carve->name,
+                              v && v->message ? v->message : message ?: strerror(error < 0 ? -error : EIO));
+        if (r < 0)
+            create_failed(a, c, &err);
+        pending_create_free(c);
+    }
+    free(carve->name);
+    free(carve);
+    agent_update_status(a);
+}
+
+/* Decides, and either creates at once (0), waits for a carve that owns c
+ * from then on (1), or fails (<0 with err). */
+static int create_decide(Agent *a, PendingCreate *c, ApiError *err) {
+    PlaceContext ctx;
+    PlaceError pe = {};
+    PlaceCreateRequest req = place_request(c);
+    _cleanup_free_ char *volume = NULL;
+    PlaceAction action;
+    unsigned index = 0;
+    bool carving = false;
+    agent_place_context(a, &ctx);
+    int r = place_workspace_decide(&ctx, &req, &action, &volume, &index, &carving, &pe);
+    if (r < 0) {
+        place_error_to_api(r, &pe, err);
+        place_error_done(&pe);
+        return r;
+    }
+    if (action == PLACE_ACTION_USE && !carving)
+        return create_on(a, c, volume, err);
+
+    PendingCarve *carve = action == PLACE_ACTION_USE ? find_carve(a, volume) : NULL;
+    if (!carve) {
+        carve = calloc(1, sizeof(*carve));
+        if (!carve)
+            return -ENOMEM;
+        carve->index = index;
+        r = layout_volume_name(POOL_STATE, index, &carve->name);
+        if (r < 0) {
+            free(carve);
+            return r;
+        }
+        json_object *args = json_object_new_object();
+        json_object_object_add(args, "role", json_object_new_string("state"));
+        json_object_object_add(args, "index", json_object_new_int((int) index));
+        r = agent_job_submit(a, WORKER_OP_CARVE, args, carve->name, c->op, on_carved, carve);
+        if (r < 0) {
+            free(carve->name);
+            free(carve);
+            return r;
+        }
+        carve->next = a->carves;
+        a->carves = carve;
+        log_info("volume %s: carving a new flush domain for workspace %s (every state volume is at its bound)",
+                 carve->name, c->id);
+    } else if (c->op)
+        (void) api_operation_step(c->op, "waiting for volume %s, being carved", carve->name);
+    c->next = carve->creates;
+    carve->creates = c;
+    return 1;
+}
+
+int agent_workspace_create(Agent *a, const ApiWorkspaceRequest *req, ApiOperation *op, ApiError *err) {
+    if (!a->supervisor)
+        return api_error_set(err, -EOPNOTSUPP, 503, "not_supervising",
+                             "the agent runs without workspaces (--no-workspaces)");
+    if (id_is_pending(a, req->id))
+        return api_error_set(err, -EEXIST, 409, "exists", "workspace '%s' is being created", req->id);
+    WorkspaceRecord *old = place_workspace_get(agent_record(a), req->id);
+    /* Asking for an id whose data was kept means asking for it back. */
+    PendingCreate *c = pending_create_new(req, old && !old->active, op);
+    if (!c)
+        return -ENOMEM;
+    a->api_creates++;
+    int r = create_decide(a, c, err);
+    if (r > 0)
+        return 1; /* the carve owns c */
+    if (r < 0)
+        create_failed(a, c, err);
+    pending_create_free(c);
+    if (r < 0)
+        return r;
+    return op && !api_operation_done(op) ? 1 : 0;
+}
+
+/* ---- remove ---------------------------------------------------------------- */
+
+typedef struct RemoveJob {
+    Agent *agent;
+    bool destroy;
+    ApiOperation *op;
+    int step;
+    char *id;
+} RemoveJob;
+
+static void remove_job_free(RemoveJob *j) {
+    api_operation_unref(j->op);
+    free(j->id);
+    free(j);
+}
+
+static json_object *removed_json(const char *id, bool destroyed, const char *state) {
+    json_object *o = json_object_new_object();
+    json_object_object_add(o, "id", json_object_new_string(id));
+    json_object_object_add(o, "removed", json_object_new_boolean(true));
+    json_object_object_add(o, "data_destroyed", json_object_new_boolean(destroyed));
+    json_object_object_add(o, "state", json_object_new_string(state));
+    return o;
+}
+
+static void remove_finish(Agent *a, RemoveJob *j, int r, const char *message) {
+    json_object *f = json_object_new_object();
+    json_object_object_add(f, "workspace", json_object_new_string(j->id));
+    json_object_object_add(f, "data_destroyed", json_object_new_boolean(j->destroy && r >= 0));
+    json_object_object_add(f, "error", r < 0 ? json_object_new_string(message ?: strerror(-r)) : NULL);
+    agent_event(a, "workspace.removed", f);
+    if (r < 0)
+        log_error("workspace %s: stopped, but removing it failed: %s", j->id, message ?: strerror(-r));
+    else
+        log_info("workspace %s: removed (%s)", j->id, j->destroy ? "data destroyed" : "data kept");
+    if (j->op) {
+        if (r < 0) {
+            ApiError e = {};
+            api_error_set(&e, r, 500, "remove_failed", "%s", message ?: strerror(-r));
+            api_operation_fail(j->op, &e);
+        } else
+            api_operation_succeed(j->op, 200, removed_json(j->id, j->destroy, "removed"));
+    }
+    remove_job_free(j);
+    agent_update_status(a);
+}
+
+static void on_data_destroyed(Agent *a, int error, const char *message, ApplyResult *res, json_object *extra,
+                              void *userdata) {
+    RemoveJob *j = userdata;
+    PlaceContext ctx;
+    PlaceError pe = {};
+    if (j->op)
+        api_operation_step_done(j->op, j->step, error, error < 0 ? "%s" : NULL, message ?: "");
+    if (error < 0) {
+        remove_finish(a, j, error, message);
+        return;
+    }
+    agent_place_context(a, &ctx);
+    int r = place_workspace_forget(&ctx, j->id, &pe);
+    remove_finish(a, j, r, pe.message);
+    place_error_done(&pe);
+}
+
+static void on_removed(Supervisor *s, const char *id, void *userdata) {
+    RemoveJob *j = userdata;
+    Agent *a = j->agent;
+    PlaceContext ctx;
+    PlaceError pe = {};
+    _cleanup_free_ char *dir = NULL;
+    if (j->op)
+        api_operation_step_done(j->op, j->step, 0, NULL);
+    agent_place_context(a, &ctx);
+    /* The record says "inactive" first: a crash half-way through the
+     * deletion leaves kept (partial) data that a second destroy finishes,
+     * never an active workspace with missing files. */
+    int r = place_workspace_remove(&ctx, id, 0, &pe);
+    if (r >= 0 && j->destroy)
+        r = place_workspace_data_dir(&ctx, id, &dir, &pe);
+    if (r < 0 || !j->destroy) {
+        remove_finish(a, j, r, pe.message);
+        place_error_done(&pe);
+        return;
+    }
+    if (!dir) {
+        /* The record lost the volume: nothing reachable to delete. */
+        r = place_workspace_forget(&ctx, id, &pe);
+        remove_finish(a, j, r, pe.message);
+        place_error_done(&pe);
+        return;
+    }
+    /* rm -r of a workspace (a node_modules tree) takes seconds: a worker. */
+    json_object *args = json_object_new_object();
+    json_object_object_add(args, "dir", json_object_new_string(dir));
+    json_object_object_add(args, "name", json_object_new_string(id));
+    WorkspaceRecord *w = state_record_find_workspace(agent_record(a), id);
+    if (j->op)
+        j->step = api_operation_step(j->op, "destroying the data in %s/%s", dir, id);
+    r = agent_job_submit(a, WORKER_OP_RMTREE, args, w ? w->volume : NULL, NULL, on_data_destroyed, j);
+    if (r < 0)
+        remove_finish(a, j, r, NULL);
+}
+
+int agent_workspace_remove(Agent *a, const char *id, bool destroy, ApiOperation *op, ApiError *err) {
+    WorkspaceRecord *w = place_workspace_get(agent_record(a), id);
+    if (!w || (!w->active && !destroy))
+        return api_error_set(err, -ENOENT, 404, "not_found", "no active workspace '%s'", id);
+    if (id_is_pending(a, id))
+        return api_error_set(err, -EBUSY, 409, "conflict", "workspace '%s' is being created", id);
+    RemoveJob *j = calloc(1, sizeof *j);
+    if (!j || !(j->id = strdup(id))) {
+        free(j);
+        return -ENOMEM;
+    }
+    j->agent = a;
+    j->destroy = destroy;
+    j->op = api_operation_ref(op);
+    j->step = op ? api_operation_step(op, "stopping the FUSE daemon") : -1;
+    int r = a->supervisor ? supervisor_remove(a->supervisor, id, on_removed, j) : -ENOENT;
+    if (r == -EALREADY) {
+        remove_job_free(j);
+        return api_error_set(err, r, 409, "conflict", "workspace '%s' is already being removed", id);
+    }
+    if (r == -ENOENT)
+        on_removed(a->supervisor, id, j); /* no daemon to stop */
+    else if (r < 0) {
+        remove_job_free(j);
+        return r;
+    }
+    return 1;
+}
+
+/* ---- restart ------------------------------------------------------------- */
+
+int agent_workspace_restart(Agent *a, const char *id, ApiOperation *op, ApiError *err) {
+    WorkspaceStatus st;
+    if (!a->supervisor || supervisor_get_status(a->supervisor, id, &st) < 0)
+        return api_error_set(err, -ENOENT, 404, "not_found", "no supervised workspace '%s'", id);
+    pid_t old = st.pid;
+    int r = supervisor_restart(a->supervisor, id);
+    if (r == -EBUSY)
+        return api_error_set(err, r, 409, "conflict", "workspace '%s' is being stopped", id);
+    if (r < 0)
+        return r;
+    log_info("workspace %s: restart requested through the API", id);
+    if (op) {
+        _cleanup_free_ char *res = NULL;
+        if (asprintf(&res, "/v1/workspaces/%s", id) >= 0)
+            (void) api_operation_set_resource(op, res);
+    }
+    r = add_waiter(a, id, WAIT_RUNNING, old, op, 200, "restarting the FUSE daemon");
+    if (r < 0)
+        return r;
+    check_waiters(a, id);
+    return 1;
+}
+
+/* ---- the workspace's API object -------------------------------------------- */
+
+json_object *agent_workspace_json(Agent *a, const WorkspaceRecord *w) {
+    StateRecord *record = agent_record(a);
+    json_object *o = json_object_new_object();
+#define J_ADD(k, v) json_object_object_add(o, (k), (v))
+#define JSTR(s) ((s) ? json_object_new_string(s) : NULL)
+    J_ADD("id", JSTR(w->id));
+    J_ADD("tenant", JSTR(w->tenant));
+    J_ADD("quota_bytes", json_object_new_uint64(w->quota));
+    J_ADD("created_at", json_object_new_int64((int64_t) (w->created_at / USEC_PER_SEC)));
+    J_ADD("active", json_object_new_boolean(w->active));
+    J_ADD("volume", JSTR(w->volume));
+    J_ADD("state_dir", JSTR(w->state_dir));
+    J_ADD("mountpoint", JSTR(w->mountpoint));
+    json_object *labels = json_object_new_object();
+    for (char **l = w->labels; l && *l; l++) {
+        const char *eq = strchr(*l, '=');
+        if (!eq)
+            continue;
+        _cleanup_free_ char *k = strndup(*l, (size_t) (eq - *l));
+        if (k)
+            json_object_object_add(labels, k, json_object_new_string(eq + 1));
+    }
+    J_ADD("labels", labels);
+    /* Flush scope: every active workspace sharing the volume, itself too. */
+    json_object *neigh = json_object_new_array();
+    size_t scope = 0;
+    for (size_t i = 0; i < record->n_workspaces; i++) {
+        const WorkspaceRecord *x = record->workspaces[i];
+        if (!x->active || !streq_ptr(x->volume, w->volume))
+            continue;
+        scope++;
+        if (!streq(x->id, w->id))
+            json_object_array_add(neigh, json_object_new_string(x->id));
+    }
+    J_ADD("neighbours", neigh);
+    J_ADD("flush_scope", json_object_new_int64((int64_t) (w->active ? scope : 0)));
+#undef J_ADD
+
+    json_object *d = json_object_new_object();
+#define D_ADD(k, v) json_object_object_add(d, (k), (v))
+    WorkspaceStatus st;
+    if (a->supervisor && supervisor_get_status(a->supervisor, w->id, &st) >= 0) {
+        usec_t now = now_usec(CLOCK_MONOTONIC);
+        D_ADD("state", JSTR(supervisor_state_to_string(st.state)));
+        D_ADD("pid", st.pid > 0 ? json_object_new_int(st.pid) : NULL);
+        D_ADD("adopted", json_object_new_boolean(st.adopted));
+        D_ADD("restarts", json_object_new_int64(st.restarts));
+        if (st.exited) {
+            json_object *e = json_object_new_object();
+            json_object_object_add(e, "status", st.exit_status >= 0 ? json_object_new_int(st.exit_status) : NULL);
+            json_object_object_add(e, "signal", st.exit_signal ? JSTR(sigabbrev_np(st.exit_signal)) : NULL);
+            D_ADD("last_exit", e);
+        } else
+            D_ADD("last_exit", NULL);
+        D_ADD("uptime_seconds",
+              st.running_since ? json_object_new_double((double) (now - st.running_since) / USEC_PER_SEC) : NULL);
+        D_ADD("ready_latency_seconds",
+              st.ready_latency ? json_object_new_double((double) st.ready_latency / USEC_PER_SEC) : NULL);
+        D_ADD("next_restart_in_seconds",
+              st.state == SUPERVISOR_BACKOFF ? json_object_new_double((double) st.next_delay / USEC_PER_SEC) : NULL);
+        json_object *delays = json_object_new_array();
+        for (unsigned i = 0; i < st.n_delays; i++)
+            json_object_array_add(delays, json_object_new_double((double) st.delays[i] / USEC_PER_SEC));
+        D_ADD("backoff_delays_seconds", delays);
+        D_ADD("hangs", json_object_new_int64(st.hangs));
+    } else {
+        D_ADD("state", JSTR(w->active ? "unsupervised" : "removed"));
+        D_ADD("restarts", json_object_new_int64(w->daemon.restarts));
+    }
+#undef D_ADD
+#undef JSTR
+    json_object_object_add(o, "daemon", d);
+    return o;
+}
+
+/* ---- the supervisor's callbacks -------------------------------------------- */
+
 static void on_log(const char *id, int level, const char *line, void *userdata) {
     if (id)
         log_internal(level, 0, "workspace %s: %s", id, line);
@@ -128,19 +808,24 @@ static void on_log(const char *id, int level, const char *line, void *userdata) 
         log_internal(level, 0, "supervisor: %s", line);
 }
 
-static void on_state_change(const char *id, SupervisorState old_state, SupervisorState new_state,
-                            void *userdata) {
+static void on_state_change(const char *id, SupervisorState old_state, SupervisorState new_state, void *userdata) {
     Agent *a = userdata;
     int level = new_state == SUPERVISOR_FAILED ? LOG_ERR : new_state == SUPERVISOR_BACKOFF ? LOG_WARNING : LOG_INFO;
     log_internal(level, 0, "workspace %s: %s -> %s", id, supervisor_state_to_string(old_state),
                  supervisor_state_to_string(new_state));
+    json_object *f = json_object_new_object();
+    json_object_object_add(f, "workspace", json_object_new_string(id));
+    json_object_object_add(f, "from", json_object_new_string(supervisor_state_to_string(old_state)));
+    json_object_object_add(f, "to", json_object_new_string(supervisor_state_to_string(new_state)));
+    agent_event(a, "workspace.state", f);
+    check_waiters(a, id);
     if (a->ready)
         agent_update_status(a);
 }
 
 static void on_persist(const char *id, const DaemonRecord *rec, void *userdata) {
     Agent *a = userdata;
-    WorkspaceRecord *w = state_record_find_workspace(a->record, id);
+    WorkspaceRecord *w = state_record_find_workspace(agent_record(a), id);
     if (!w)
         return; /* removed meanwhile */
     if (memcmp(&w->daemon, rec, sizeof *rec) == 0)
@@ -152,7 +837,8 @@ static void on_persist(const char *id, const DaemonRecord *rec, void *userdata) 
 static void on_hang(const char *id, unsigned waiting, void *userdata) {
     Agent *a = userdata;
     log_warning("workspace %s: FUSE connection hung: %u request(s) waiting without progress for %s", id, waiting,
-                a->layout->workspace.restart_on_hang ? "too long, restarting" : "too long (restart_on_hang is off)");
+                agent_layout(a)->workspace.restart_on_hang ? "too long, restarting"
+                                                           : "too long (restart_on_hang is off)");
 }
 
 const SupervisorCallbacks agent_supervisor_callbacks = {

@@ -1,85 +1,23 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 /*
- * The agent's lifecycle: load the layout, bring volumes up, re-adopt or start
- * workspaces, then READY=1; SIGHUP reloads (a bad layout is refused and the
- * old one keeps running); SIGTERM stops every workspace gracefully and exits;
- * SIGUSR2 exits and leaves the workspaces serving (for upgrades: the next
- * agent re-adopts them).
+ * The agent's lifecycle: open the engine on the layout's root (the lock,
+ * the record), serve the API at once (reads; changes once ready), bring the
+ * volumes up in a worker, then re-adopt or start the workspaces and say
+ * READY=1. SIGHUP reloads (a bad layout is refused and the old one keeps
+ * running); SIGTERM stops every workspace gracefully and exits; SIGUSR2
+ * exits and leaves the workspaces serving (for upgrades: the next agent
+ * re-adopts them).
  */
 #include <inttypes.h>
 #include <signal.h>
 #include <stdio.h>
-#include <fcntl.h>
-#include <sys/file.h>
 #include <sys/stat.h>
 #include <systemd/sd-daemon.h>
 
 #include "agent.h"
 #include "log.h"
+#include "place-workspaces.h"
 #include "util.h"
-#include "vdo-apply.h"
-
-/* Formats a layout's errors as "file:line:col: message" lines. */
-static char *format_layout_errors(const LayoutErrors *errors, int r) {
-    char *text = NULL;
-    size_t size = 0;
-    FILE *f = open_memstream(&text, &size);
-    if (!f)
-        return NULL;
-    for (size_t i = 0; i < errors->n; i++) {
-        const LayoutError *e = &errors->items[i];
-        if (e->line > 0)
-            fprintf(f, "%s%s:%u:%u: %s", i ? "\n" : "", e->file, e->line, e->column, e->message);
-        else
-            fprintf(f, "%s%s: %s", i ? "\n" : "", e->file ? e->file : "layout", e->message);
-    }
-    if (errors->n == 0)
-        fprintf(f, "cannot load layout: %s", strerror(-r));
-    fclose(f);
-    return text;
-}
-
-/* Loads the layout named by options (a file, or a directory holding one),
- * with the root override applied. On failure *ret_error says why. */
-static int load_layout(const AgentOptions *o, Layout **ret, char **ret_path, char **ret_error) {
-    LayoutErrors errors = {};
-    _cleanup_free_ char *path = NULL;
-    _cleanup_(layout_freep) Layout *l = NULL;
-    struct stat st;
-    int r;
-
-    if (stat(o->layout, &st) < 0) {
-        r = -errno;
-        if (asprintf(ret_error, "%s: %s", o->layout, strerror(errno)) < 0)
-            *ret_error = NULL;
-        return r;
-    }
-    if (S_ISDIR(st.st_mode)) {
-        r = layout_find_in_dir(o->layout, &path, &errors);
-        if (r < 0)
-            goto fail;
-    } else if (!(path = strdup(o->layout)))
-        return -ENOMEM;
-
-    r = layout_parse_file(path, &l, &errors);
-    if (r < 0)
-        goto fail;
-    if (o->root) {
-        r = layout_set_root(l, o->root);
-        if (r < 0) {
-            if (asprintf(ret_error, "--root %s: %s", o->root, strerror(-r)) < 0)
-                *ret_error = NULL;
-            return r;
-        }
-    }
-    *ret = TAKE_PTR(l);
-    *ret_path = TAKE_PTR(path);
-    return 0;
-fail:
-    *ret_error = format_layout_errors(&errors, r);
-    layout_errors_clear(&errors);
-    return r < 0 ? r : -EINVAL;
-}
 
 int agent_new(const AgentOptions *o, Agent **ret) {
     _cleanup_(agent_freep) Agent *a = calloc(1, sizeof(Agent));
@@ -89,49 +27,26 @@ int agent_new(const AgentOptions *o, Agent **ret) {
     if (!a)
         return log_error_errno(ENOMEM, "Out of memory");
     a->options = *o;
-    a->probe_pipe = -EBADF;
-    a->lock_fd = -EBADF;
+    a->mountinfo_fd = -EBADF;
     a->started_mono = now_usec(CLOCK_MONOTONIC);
 
-    r = load_layout(o, &a->layout, &a->layout_path, &error);
+    /* The same lock layoutctl's changing verbs take: while the agent runs
+     * it owns the volumes. A record we cannot read is never overwritten:
+     * refuse to start and let the operator look (docs/operations.md). */
+    EngineOptions eo = { .layout_path = o->layout, .root = o->root, .lock = true, .create_root = true };
+    r = engine_open(&eo, &a->engine, &error);
+    if (r == -EINVAL || r == -ENOENT || r == -ENOTUNIQ)
+        return log_error_errno(r, "Invalid layout, not starting:\n%s", error ?: "(out of memory)");
     if (r < 0)
-        return log_error_errno(r, "Invalid layout, not starting:\n%s", error ? error : "(out of memory)");
-    r = layout_hash(a->layout, &a->layout_hash);
-    if (r < 0)
-        return log_error_errno(r, "Failed to hash the layout: %m");
+        return log_error_errno(r, "Not starting: %s", error ?: strerror(-r));
     a->generation = 1;
-
-    r = mkdir_p(a->layout->root, 0755);
-    if (r < 0)
-        return log_error_errno(r, "Failed to create root %s: %m", a->layout->root);
-    r = layout_record_path(a->layout, &a->record_path);
+    r = apply_result_new(&a->volume_results);
     if (r < 0)
         return log_error_errno(r, "Out of memory");
-    /* The same lock layoutctl's plan/apply/teardown take: while the agent
-     * runs it owns the volumes, and a second agent on this root (or a
-     * layoutctl apply racing us) is refused instead of fighting over them. */
-    _cleanup_free_ char *lock = NULL;
-    if (asprintf(&lock, "%s/layoutd-state.lock", streq(a->layout->root, "/") ? "" : a->layout->root) < 0)
-        return log_error_errno(ENOMEM, "Out of memory");
-    a->lock_fd = open(lock, O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0600);
-    if (a->lock_fd < 0)
-        return log_error_errno(errno, "Failed to open %s: %m", lock);
-    if (flock(a->lock_fd, LOCK_EX | LOCK_NB) < 0)
-        return log_error_errno(errno, "%s is locked: another layoutd or a layoutctl apply/teardown works on %s",
-                               lock, a->layout->root);
-    /* A record we cannot read is never overwritten: refuse to start and
-     * let the operator look (docs/operations.md). */
-    r = state_record_load(a->record_path, &a->record);
-    if (r < 0)
-        return log_error_errno(r, "Failed to load the record %s, not starting: %m", a->record_path);
-
-    /* vdo-xfs volumes are carried out by src/vdo through apply's hook. */
-    vdo_apply_register();
 
     r = sd_event_default(&a->event);
     if (r < 0)
         return log_error_errno(r, "Failed to allocate the event loop: %m");
-
     *ret = TAKE_PTR(a);
     return 0;
 }
@@ -140,30 +55,37 @@ Agent *agent_free(Agent *a) {
     if (!a)
         return NULL;
     agent_flush_probe_stop(a);
+    agent_vdo_stop(a);
+    agent_volumes_unwatch(a);
+    agent_jobs_abandon(a);
     for (size_t i = 0; i < a->n_probes; i++)
         free(a->probes[i].volume);
     free(a->probes);
-    a->probe_timer = sd_event_source_disable_unref(a->probe_timer);
     a->api = api_free(a->api);
     /* Leaves daemons running: a stop was done by SIGTERM before, and a
      * detach (SIGUSR2) or crash wants them kept for re-adoption. */
     a->supervisor = supervisor_free(a->supervisor);
-    apply_result_free(a->last_apply);
-    state_record_free(a->record);
-    layout_free(a->layout);
-    free(a->layout_path);
-    free(a->layout_hash);
+    apply_result_free(a->volume_results);
+    free(a->place_extras);
+    strv_free(a->volume_health);
+    strv_free(a->reload_notes);
+    engine_free(a->engine);
     free(a->last_reload_error);
-    free(a->record_path);
-    safe_close(a->lock_fd);
     free(a->socket_path);
     sd_event_unref(a->event);
     free(a);
     return NULL;
 }
 
+void agent_persist(Agent *a) {
+    int r = state_record_save(agent_record(a), a->engine->record_path);
+    if (r < 0)
+        log_error_errno(r, "Failed to save the record %s, the change is kept in memory only: %m",
+                        a->engine->record_path);
+}
+
 void agent_update_status(Agent *a) {
-    size_t up = agent_volumes_up(a), total = a->last_apply ? a->last_apply->n_volumes : 0;
+    size_t up = agent_volumes_up(a), total = agent_volumes_total(a);
     size_t n = a->supervisor ? supervisor_count(a->supervisor) : 0, running = 0;
     for (size_t i = 0; i < n; i++) {
         WorkspaceStatus st;
@@ -175,66 +97,202 @@ void agent_update_status(Agent *a) {
                       a->last_reload_error ? " (last reload failed)" : "");
 }
 
-int agent_reload(Agent *a, char **ret_error) {
+/* ---- reload ------------------------------------------------------------ */
+
+typedef struct ReloadJob {
+    ApiOperation *op;
+    bool changed;
+} ReloadJob;
+
+static json_object *reload_answer(Agent *a, bool changed, const ApplyResult *res) {
+    json_object *o = json_object_new_object();
+    json_object_object_add(o, "reloaded", json_object_new_boolean(true));
+    json_object_object_add(o, "changed", json_object_new_boolean(changed));
+    json_object_object_add(o, "generation", json_object_new_uint64(a->generation));
+    json_object_object_add(o, "layout_hash", json_object_new_string(a->engine->layout_hash));
+    json_object *notes = json_object_new_array();
+    for (char **n = a->reload_notes; n && *n; n++)
+        json_object_array_add(notes, json_object_new_string(*n));
+    json_object_object_add(o, "refused", notes);
+    json_object *j = NULL;
+    if (res && apply_result_to_json(res, &j) >= 0)
+        json_object_object_add(o, "volumes", j);
+    return o;
+}
+
+static void on_reload_applied(Agent *a, int error, const char *message, ApplyResult *res, json_object *extra,
+                              void *userdata) {
+    ReloadJob *job = userdata;
+    if (error < 0)
+        log_error("Reload: applying the new layout's volumes failed: %s", message ?: strerror(-error));
+    else if (res && !apply_result_ok(res))
+        log_warning("Reload: some volumes of the new layout are not in service (see /v1/volumes)");
+    (void) agent_workspaces_start(a);
+    agent_flush_probe_stop(a);
+    (void) agent_flush_probe_start(a);
+    (void) agent_vdo_start(a);
+    (void) sd_notify(false, "READY=1");
+    agent_update_status(a);
+    if (job->op) {
+        if (error < 0) {
+            ApiError e = {};
+            api_error_set(&e, error, 500, "apply_failed", "The layout was loaded but applying it failed: %s",
+                          message ?: strerror(-error));
+            api_operation_fail(job->op, &e);
+        } else
+            api_operation_succeed(job->op, 200, reload_answer(a, job->changed, res));
+        api_operation_unref(job->op);
+    }
+    free(job);
+}
+
+/* What the new layout's plan refuses without blocking (a shrink): the
+ * operator asked for it, so the answer says it was not done. */
+static void collect_reload_notes(Agent *a, const Layout *l) {
+    _cleanup_(plan_freep) Plan *plan = NULL;
+    a->reload_notes = strv_free(a->reload_notes);
+    if (!a->engine->observation || volumes_plan(l, agent_record(a), a->engine->observation, &plan) < 0)
+        return;
+    for (size_t i = 0; i < plan->n_steps; i++) {
+        const PlanStep *s = &plan->steps[i];
+        if (s->kind != PLAN_STEP_REFUSE || !s->reason || s->blocks || streq(s->reason, "not-declared"))
+            continue;
+        _cleanup_free_ char *t = NULL;
+        if (asprintf(&t, "%s: %s", s->volume, s->description) >= 0) {
+            (void) strv_extend(&a->reload_notes, t);
+            log_warning("Reload: %s", t);
+        }
+    }
+}
+
+int agent_reload(Agent *a, ApiOperation *op, char **ret_error) {
     _cleanup_(layout_freep) Layout *l = NULL;
     _cleanup_free_ char *path = NULL, *error = NULL, *hash = NULL;
     int r;
 
     a->last_reload_at = now_usec(CLOCK_REALTIME);
     (void) sd_notifyf(false, "RELOADING=1\nMONOTONIC_USEC=%" PRIu64, now_usec(CLOCK_MONOTONIC));
-    r = load_layout(&a->options, &l, &path, &error);
-    if (r >= 0 && !streq(l->root, a->layout->root)) {
+    r = engine_load_layout(a->options.layout, a->options.root, &l, &path, &error);
+    if (r >= 0 && !streq(l->root, agent_layout(a)->root)) {
         /* Moving the root would orphan every volume: refuse it. */
-        free(error);
-        error = NULL;
+        error = mfree(error);
         if (asprintf(&error, "%s: root changed from %s to %s; a running agent cannot move its volumes", path,
-                     a->layout->root, l->root) < 0)
+                     agent_layout(a)->root, l->root) < 0)
             error = NULL;
         r = -EINVAL;
     }
+    if (r >= 0)
+        r = layout_hash(l, &hash);
     if (r < 0) {
         free(a->last_reload_error);
-        a->last_reload_error = strdup(error ? error : "invalid layout");
-        log_error("Reload refused, the old layout keeps running:\n%s", error ? error : "(out of memory)");
+        a->last_reload_error = strdup(error ?: "invalid layout");
+        log_error("Reload refused, the old layout keeps running:\n%s", error ?: "(out of memory)");
+        json_object *f = json_object_new_object();
+        json_object_object_add(f, "message", json_object_new_string(error ?: "invalid layout"));
+        agent_event(a, "reload.refused", f);
         (void) sd_notify(false, "READY=1");
         agent_update_status(a);
         if (ret_error)
             *ret_error = TAKE_PTR(error);
         return r;
     }
-    r = layout_hash(l, &hash);
-    if (r < 0)
-        return r;
 
-    /* Workspace specs are copied by the supervisor, the engine reads the
-     * layout afresh on every call: swapping it is all a reload needs. */
-    layout_free(a->layout);
-    a->layout = TAKE_PTR(l);
-    free(a->layout_path);
-    a->layout_path = TAKE_PTR(path);
-    bool changed = !streq(hash, a->layout_hash);
-    free(a->layout_hash);
-    a->layout_hash = TAKE_PTR(hash);
+    bool changed = !streq(hash, a->engine->layout_hash);
     a->last_reload_error = mfree(a->last_reload_error);
     if (changed)
+        collect_reload_notes(a, l);
+    /* Workspace specs are copied by the supervisor and placement reads the
+     * layout afresh on every call: swapping it is all a reload needs
+     * before the volume difference is applied. */
+    layout_free(a->engine->layout);
+    a->engine->layout = TAKE_PTR(l);
+    free(a->engine->layout_path);
+    a->engine->layout_path = TAKE_PTR(path);
+    free(a->engine->layout_hash);
+    a->engine->layout_hash = TAKE_PTR(hash);
+    if (changed)
         a->generation++;
-    log_info("Reloaded layout %s (generation %" PRIu64 ", %s)", a->layout_path, a->generation,
+    log_info("Reloaded layout %s (generation %" PRIu64 ", %s)", a->engine->layout_path, a->generation,
              changed ? "changed: applying the difference" : "unchanged");
-    if (changed) {
-        (void) agent_volumes_apply(a);
-        (void) agent_workspaces_start(a);
-        agent_flush_probe_stop(a);
-        (void) agent_flush_probe_start(a);
+    json_object *f = json_object_new_object();
+    json_object_object_add(f, "generation", json_object_new_uint64(a->generation));
+    json_object_object_add(f, "changed", json_object_new_boolean(changed));
+    agent_event(a, "reload.accepted", f);
+    if (!changed) {
+        if (op)
+            api_operation_succeed(op, 200, reload_answer(a, false, NULL));
+        (void) sd_notify(false, "READY=1");
+        agent_update_status(a);
+        return 0;
     }
+    ReloadJob *job = calloc(1, sizeof(*job));
+    if (!job)
+        return -ENOMEM;
+    *job = (ReloadJob) { .op = api_operation_ref(op), .changed = true };
+    r = agent_job_submit(a, WORKER_OP_APPLY, NULL, NULL, op, on_reload_applied, job);
+    if (r < 0) {
+        api_operation_unref(job->op);
+        free(job);
+        return r;
+    }
+    return 1;
+}
+
+/* ---- start ------------------------------------------------------------- */
+
+static void on_started(Agent *a, int error, const char *message, ApplyResult *res, json_object *extra,
+                       void *userdata) {
+    int r;
+    if (error < 0)
+        log_error("Bringing the volumes up failed: %s", message ?: strerror(-error));
+    if (a->stopping)
+        return;
+    if (!a->options.no_workspaces) {
+        _cleanup_free_ char *runtime = NULL;
+        if (asprintf(&runtime, "%s/run", agent_layout(a)->root) < 0) {
+            log_error_errno(ENOMEM, "Out of memory");
+            (void) sd_event_exit(a->event, 1);
+            return;
+        }
+        r = mkdir_p(runtime, 0700);
+        if (r >= 0)
+            r = supervisor_new(a->event, &agent_supervisor_callbacks, a, runtime, &a->supervisor);
+        if (r < 0) {
+            log_error_errno(r, "Failed to set up supervision: %m");
+            (void) sd_event_exit(a->event, 1);
+            return;
+        }
+        (void) agent_workspaces_start(a);
+    }
+    (void) agent_flush_probe_start(a);
+    (void) agent_vdo_start(a);
+
+    a->ready = true;
+    api_set_state(a->api, API_STATE_READY);
     (void) sd_notify(false, "READY=1");
     agent_update_status(a);
-    return 0;
+    log_info("Ready: %zu volume(s) up, %zu workspace(s)", agent_volumes_up(a),
+             a->supervisor ? supervisor_count(a->supervisor) : 0);
+    agent_event(a, "agent.ready", NULL);
+}
+
+/* ---- signals ----------------------------------------------------------- */
+
+static void exit_when_idle(Agent *a) {
+    /* A job still running finishes first (its record changes are saved
+     * as it goes): a carve cut off mid-mkfs would only be redone later. */
+    if (agent_jobs_count(a) == 0)
+        (void) sd_event_exit(a->event, 0);
+    else {
+        log_info("Waiting for %zu volume job(s) to finish", agent_jobs_count(a));
+        a->exit_after_jobs = true;
+    }
 }
 
 static void on_all_stopped(Supervisor *s, void *userdata) {
     Agent *a = userdata;
     log_info("All workspaces stopped");
-    (void) sd_event_exit(a->event, 0);
+    exit_when_idle(a);
 }
 
 /* `touch /run/layoutd/restart && systemctl restart layoutd` (or
@@ -263,14 +321,16 @@ static int on_stop_signal(sd_event_source *s, const struct signalfd_siginfo *si,
     a->stopping = true;
     log_info("Received %s: stopping every workspace", strsignal((int) si->ssi_signo));
     (void) sd_notify(false, "STOPPING=1");
-    if (a->api)
-        api_set_state(a->api, API_STATE_STOPPING);
+    api_set_state(a->api, API_STATE_STOPPING);
     agent_flush_probe_stop(a);
-    if (!a->supervisor || supervisor_count(a->supervisor) == 0)
-        return sd_event_exit(a->event, 0);
+    agent_vdo_stop(a);
+    if (!a->supervisor || supervisor_count(a->supervisor) == 0) {
+        exit_when_idle(a);
+        return 0;
+    }
     /* Daemons stop in parallel; each gets its stop_timeout, the whole stop
      * a little more before stragglers get SIGKILL. */
-    usec_t total = a->layout->workspace.stop_timeout + 5 * USEC_PER_SEC;
+    usec_t total = agent_layout(a)->workspace.stop_timeout + 5 * USEC_PER_SEC;
     int r = supervisor_stop_all(a->supervisor, total, on_all_stopped, a);
     if (r < 0) {
         log_error_errno(r, "Failed to stop workspaces: %m");
@@ -292,7 +352,15 @@ static int on_reload_signal(sd_event_source *s, const struct signalfd_siginfo *s
     if (a->stopping)
         return 0;
     log_info("Received SIGHUP: reloading the layout");
-    (void) agent_reload(a, NULL);
+    _cleanup_(api_operation_unrefp) ApiOperation *op = NULL;
+    if (a->api)
+        (void) api_operation_new(a->api, API_ROUTE_RELOAD, &op);
+    int r = agent_reload(a, op, NULL);
+    if (r < 0 && op) {
+        ApiError e = {};
+        api_error_set(&e, r, 400, "invalid_layout", "%s", a->last_reload_error ?: "invalid layout");
+        api_operation_fail(op, &e);
+    }
     return 0;
 }
 
@@ -328,33 +396,17 @@ int agent_run(Agent *a) {
     r = agent_api_start(a);
     if (r < 0)
         return r;
+    r = agent_volumes_watch(a);
+    if (r < 0)
+        log_warning_errno(r, "Cannot watch mountinfo, the observation refreshes on a timer only: %m");
 
-    log_info("layoutd %s: layout %s (root %s, generation %" PRIu64 ")", LAYOUTD_VERSION, a->layout_path,
-             a->layout->root, a->generation);
+    log_info("layoutd %s: layout %s (root %s, generation %" PRIu64 ")", LAYOUTD_VERSION, a->engine->layout_path,
+             agent_layout(a)->root, a->generation);
     (void) sd_notify(false, "STATUS=Bringing volumes up");
-    (void) agent_volumes_apply(a);
-
-    if (!a->options.no_workspaces) {
-        _cleanup_free_ char *runtime = NULL;
-        if (asprintf(&runtime, "%s/run", a->layout->root) < 0)
-            return log_error_errno(ENOMEM, "Out of memory");
-        r = mkdir_p(runtime, 0700);
-        if (r < 0)
-            return log_error_errno(r, "Failed to create %s: %m", runtime);
-        r = supervisor_new(a->event, &agent_supervisor_callbacks, a, runtime, &a->supervisor);
-        if (r < 0)
-            return log_error_errno(r, "Failed to set up supervision: %m");
-        (void) agent_workspaces_start(a);
-    }
-    (void) agent_flush_probe_start(a);
-
-    a->ready = true;
-    if (a->api)
-        api_set_state(a->api, API_STATE_READY);
-    (void) sd_notify(false, "READY=1");
-    agent_update_status(a);
-    log_info("Ready: %zu volume(s) up, %zu workspace(s)", agent_volumes_up(a),
-             a->supervisor ? supervisor_count(a->supervisor) : 0);
+    /* The volumes come up in a worker; the loop serves reads meanwhile. */
+    r = agent_job_submit(a, WORKER_OP_APPLY, NULL, NULL, NULL, on_started, NULL);
+    if (r < 0)
+        return log_error_errno(r, "Failed to start bringing the volumes up: %m");
 
     r = sd_event_loop(a->event);
     if (r < 0)

@@ -2,27 +2,35 @@
 #pragma once
 
 /*
- * The agent: one sd-event loop that wires the engine layers together.
+ * The agent: one sd-event loop that decides and answers. Device work never
+ * runs here: every engine verb (apply, carve, grow, observe, the flush
+ * probe, destroying a workspace's data) runs in a worker child process
+ * (src/engine/worker.h) whose exit is an event, and the API serves a
+ * cached observation.
  *
  *   agent.c             lifecycle: start, signals, reload, stop, sd_notify
- *   agent-volumes.c     volumes: apply at start and reload, carving, observation,
- *                       the flush probe
- *   agent-workspaces.c  workspaces: placement + supervision of their daemons
- *   agent-api.c         the ApiOps the status API calls (JSON views, metrics)
+ *   agent-jobs.c        the volume jobs: workers, one per volume at a time,
+ *                       their record changes saved here, results merged
+ *   agent-volumes.c     the cached observation (refreshed on mountinfo
+ *                       changes, job results and a timer), volume health
+ *   agent-probe.c       the flush probe (a worker every interval)
+ *   agent-workspaces.c  placement, carving on demand, supervision; the
+ *                       create / remove / restart operations
+ *   agent-api.c         the API's handlers: JSON views, metrics
+ *   agent-vdo.c         vdo-xfs: periodic fstrim, mode changes logged
  *
- * Everything runs on the loop's one thread. The record (src/state) is owned
- * here and saved through the engine layers after every change.
+ * The record (src/state) is owned here (engine->record) and saved after
+ * every change; workers hand their changes over (agent-jobs.c).
  */
 
 #include <systemd/sd-event.h>
 
 #include "api.h"
-#include "apply.h"
+#include "engine.h"
 #include "layout.h"
 #include "metrics.h"
-#include "observe.h"
-#include "state.h"
 #include "supervisor.h"
+#include "worker.h"
 
 typedef struct AgentOptions {
     const char *layout;          /* file or directory (layouts.d) */
@@ -37,25 +45,37 @@ typedef struct FlushProbe {
     bool has_last;
     usec_t last;                 /* the latest write+fsync of 4 KiB */
     usec_t at;                   /* CLOCK_REALTIME of that sample */
-    int last_error;
+    int last_error;              /* errno of the latest probe, 0 */
     MetricsHistogram histogram;  /* seconds */
 } FlushProbe;
+
+typedef struct VolumeJob VolumeJob;
+typedef struct PendingCarve PendingCarve;
+typedef struct WorkspaceWaiter WorkspaceWaiter;
+typedef struct AgentVdo AgentVdo;
 
 typedef struct Agent {
     sd_event *event;
     AgentOptions options;
-
-    Layout *layout;
-    char *layout_path;
-    char *layout_hash;
+    Engine *engine;              /* layout, record, the root's lock, and the
+                                    cached observation (engine->observation) */
     uint64_t generation;         /* layouts applied since start (1 = first) */
     char *last_reload_error;     /* NULL when the last reload succeeded */
     usec_t last_reload_at;
+    char **reload_notes;         /* what the last reload refused to change */
 
-    char *record_path;
-    int lock_fd;                 /* <root>/layoutd-state.lock, held while we run */
-    StateRecord *record;
-    ApplyResult *last_apply;     /* per-volume outcome of the latest apply */
+    ApplyResult *volume_results; /* per volume: the latest outcome */
+    char **volume_health;        /* "name=health" of the last assessment */
+
+    /* Volume jobs (agent-jobs.c): running, then queued, in order. */
+    VolumeJob *jobs;
+
+    /* The observation refresh (agent-volumes.c). */
+    Worker *observer;
+    bool observe_again;
+    sd_event_source *observe_timer;
+    sd_event_source *mountinfo_source;
+    int mountinfo_fd;
 
     Supervisor *supervisor;
     Api *api;
@@ -64,59 +84,114 @@ typedef struct Agent {
     usec_t started_mono;
     bool ready;
     bool stopping;
+    bool exit_after_jobs;        /* stopping: exit once the last job ended */
 
     FlushProbe *probes;
     size_t n_probes;
     sd_event_source *probe_timer;
-    pid_t probe_pid;             /* a probe child running, or 0 */
-    int probe_pipe;
-    sd_event_source *probe_child;
+    Worker *prober;
     char **probe_volumes;        /* volumes of the running probe, in order */
+
+    PendingCarve *carves;        /* state volumes being carved for creates */
+    struct PlaceCandidate *place_extras; /* agent_place_context's buffer */
+    WorkspaceWaiter *waiters;    /* operations waiting on a daemon's state */
 
     uint64_t api_creates, api_create_failures;
 
-    struct AgentVdo *vdo;        /* agent-vdo.c: monitor + fstrim, NULL without vdo-xfs */
+    AgentVdo *vdo;               /* agent-vdo.c: fstrim; NULL without vdo-xfs */
 } Agent;
+
+/* The binary the workers run: this one, as it is running now (a package
+ * upgrade replaces the file, not the running inode). */
+#define AGENT_SELF_EXE "/proc/self/exe"
 
 /* agent.c */
 int agent_new(const AgentOptions *o, Agent **ret);
 Agent *agent_free(Agent *a);
 DEFINE_TRIVIAL_CLEANUP_FUNC(Agent *, agent_free)
 int agent_run(Agent *a);
-int agent_reload(Agent *a, char **ret_error);
+/* Reloads the layout: refused (and kept running) when invalid; otherwise
+ * the difference is applied by a job. op (may be NULL) ends when done. */
+int agent_reload(Agent *a, ApiOperation *op, char **ret_error);
 void agent_update_status(Agent *a);
+/* The layout and the record, for short. */
+static inline const Layout *agent_layout(const Agent *a) {
+    return a->engine->layout;
+}
+static inline StateRecord *agent_record(const Agent *a) {
+    return a->engine->record;
+}
+/* Saves the record; a failure is logged (the change stays in memory). */
+void agent_persist(Agent *a);
+
+/* agent-jobs.c */
+typedef void (*VolumeJobDone)(Agent *a, int error, const char *message, ApplyResult *result, json_object *extra,
+                              void *userdata);
+/*
+ * Queues a job: a worker running `op` (WORKER_OP_*) with args (taken) on
+ * `volume` (NULL: all of them). Jobs on the same volume, and any job with a
+ * job on all volumes, run one after the other; the others at once. When it
+ * ends its record changes are saved already, its result is merged into
+ * volume_results and its observation into the cache; then done runs (may
+ * be NULL; result and extra are borrowed for the call). op (may be NULL)
+ * gets a step per engine step.
+ * Returns: -ENOMEM, 0.
+ */
+int agent_job_submit(Agent *a, const char *op, json_object *args, const char *volume, ApiOperation *operation,
+                     VolumeJobDone done, void *userdata);
+/* Jobs running or queued. */
+size_t agent_jobs_count(Agent *a);
+/* Kills every job (the agent is going away). */
+void agent_jobs_abandon(Agent *a);
 
 /* agent-volumes.c */
-int agent_volumes_apply(Agent *a);
-int agent_volumes_observe(Agent *a, Observation **ret);
-int agent_carve(void *userdata, PoolRole role, unsigned index, char **ret_volume_name);
+/* Asks for a fresh observation (coalesced: one worker at a time). */
+void agent_volumes_refresh(Agent *a);
+int agent_volumes_watch(Agent *a);
+void agent_volumes_unwatch(Agent *a);
+/* The cached observation of a volume, or NULL. */
+const VolumeObservation *agent_volume(Agent *a, const char *name);
+size_t agent_volumes_up(Agent *a);
+size_t agent_volumes_total(Agent *a);
+/* The health of a volume ("ok", "degraded", "failed") and, when not ok,
+ * why (static or from the results). */
+const char *agent_volume_health(Agent *a, const VolumeObservation *v, const char **ret_problem);
+/* The observation changed: health transitions are logged and sent as events. */
+void agent_volumes_changed(Agent *a);
+/* The volume's API object, with what only the agent knows. */
+json_object *agent_volume_json(Agent *a, const VolumeObservation *v);
+
+/* agent-probe.c */
 int agent_flush_probe_start(Agent *a);
 void agent_flush_probe_stop(Agent *a);
 FlushProbe *agent_flush_probe_find(Agent *a, const char *volume);
-/* Entry point of `layoutd --flush-probe DIR...` (the probe's child). */
-int agent_flush_probe_child(int argc, char **argv);
-size_t agent_volumes_up(Agent *a);
 
 /* agent-workspaces.c */
 int agent_workspaces_start(Agent *a);
 int agent_workspace_spawn(Agent *a, const WorkspaceRecord *w);
 struct PlaceContext;
+/* The placement context over the cached observation (no device touched). */
 void agent_place_context(Agent *a, struct PlaceContext *ret);
 extern const SupervisorCallbacks agent_supervisor_callbacks;
-void agent_persist(Agent *a);
+/* The operations behind POST/DELETE /v1/workspaces and restart: each ends
+ * op when the daemon runs (or failed), stopped, or is back. Return 1 (the
+ * operation goes on), 0 (done at once) or <0 with err set. */
+int agent_workspace_create(Agent *a, const ApiWorkspaceRequest *req, ApiOperation *op, ApiError *err);
+int agent_workspace_remove(Agent *a, const char *id, bool destroy, ApiOperation *op, ApiError *err);
+int agent_workspace_restart(Agent *a, const char *id, ApiOperation *op, ApiError *err);
+/* The workspace's API object. */
+json_object *agent_workspace_json(Agent *a, const WorkspaceRecord *w);
 
-/* agent-vdo.c: vdo-xfs volumes (stats in the API and metrics, periodic
- * fstrim in a child, read-only mode marks the volume degraded). */
-typedef struct AgentVdo AgentVdo;
-struct PlaceVolumeObservation;
-void agent_vdo_observe_fixup(Agent *a, Observation *obs);
-void agent_vdo_volume_json(Agent *a, const VolumeObservation *v, json_object *o);
-void agent_vdo_metrics(Agent *a, const Observation *obs, MetricsWriter *w);
-int agent_vdo_place_observe(void *userdata, const VolumeRecord *v, const char *mount_path,
-                            struct PlaceVolumeObservation *ret);
+/* agent-vdo.c: vdo-xfs volumes (periodic fstrim in a child; mode changes
+ * are logged from the observation). */
 int agent_vdo_start(Agent *a);
 void agent_vdo_stop(Agent *a);
+void agent_vdo_observed(Agent *a);
+void agent_vdo_volume_json(Agent *a, const VolumeObservation *v, json_object *o);
+void agent_vdo_metrics(Agent *a, MetricsWriter *w);
 
 /* agent-api.c */
 extern const ApiOps agent_api_ops;
 int agent_api_start(Agent *a);
+/* Sends an event to the stream (when the API runs). Takes fields. */
+void agent_event(Agent *a, const char *type, json_object *fields);

@@ -1,114 +1,107 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
-#include <errno.h>
-#include <fcntl.h>
+#include <getopt.h>
 #include <stdio.h>
 #include <string.h>
-#include <sys/file.h>
 
 #include "layoutctl-engine.h"
-#include "layoutctl.h"
 #include "util.h"
-#include "vdo-apply.h"
 
-static void print_layout_errors(const LayoutErrors *e) {
-    for (size_t i = 0; i < e->n; i++)
-        fprintf(stderr, "%s:%u:%u: error: %s\n", e->items[i].file ?: "?", e->items[i].line, e->items[i].column,
-                e->items[i].message);
+static void verb_usage(const EngineVerb *v, FILE *f) {
+    fprintf(f,
+            "Usage: layoutctl %s %s[--layout FILE] [--root DIR] [--json]\n"
+            "\n"
+            "%s\n"
+            "\n"
+            "%s"
+            "  --layout FILE   the layout (default: the one in %s)\n"
+            "  --root DIR      override the layout's root\n"
+            "  --json          machine-readable output\n"
+            "\n"
+            "%s\n",
+            v->name, v->synopsis, v->description, v->options_help, ENGINE_DEFAULT_LAYOUT_DIR, v->exit_help);
 }
 
-int engine_context_open(EngineContext *c, const char *layout_path, const char *root) {
-    LayoutErrors errors = {};
-    _cleanup_free_ char *found = NULL;
-    int r;
-
-    *c = (EngineContext) { .lock_fd = -EBADF };
-    /* vdo-xfs volumes are set up by src/vdo, through apply's hook. */
-    vdo_apply_register();
-    if (!layout_path) {
-        r = layout_find_in_dir(LAYOUTCTL_DEFAULT_LAYOUT_DIR, &found, &errors);
-        if (r < 0) {
-            print_layout_errors(&errors);
-            layout_errors_clear(&errors);
-            fprintf(stderr, "layoutctl: no layout in %s: %s (use --layout FILE)\n", LAYOUTCTL_DEFAULT_LAYOUT_DIR,
-                    strerror(-r));
-            return LAYOUTCTL_EXIT_FAILURE;
-        }
-        layout_path = found;
+int engine_verb_main(const EngineVerb *v, int argc, char **argv, const LayoutctlGlobals *g) {
+    enum { OPT_JSON = 0x100, OPT_LAYOUT, OPT_ROOT, OPT_DESTROY, OPT_LAZY, OPT_FORGET };
+    static const struct option all[] = {
+        { "layout", required_argument, NULL, OPT_LAYOUT },
+        { "root", required_argument, NULL, OPT_ROOT },
+        { "json", no_argument, NULL, OPT_JSON },
+        { "help", no_argument, NULL, 'h' },
+        { "destroy-data", no_argument, NULL, OPT_DESTROY },
+        { "lazy", no_argument, NULL, OPT_LAZY },
+        { "forget-missing", no_argument, NULL, OPT_FORGET },
+        {},
+    };
+    /* The common four, then only the flags this verb takes. */
+    struct option options[ELEMENTSOF(all)] = {};
+    size_t n = 0;
+    for (size_t i = 0; all[i].name; i++) {
+        unsigned need = all[i].val == OPT_DESTROY  ? ENGINE_VERB_DESTROY_DATA
+                        : all[i].val == OPT_LAZY   ? ENGINE_VERB_LAZY
+                        : all[i].val == OPT_FORGET ? ENGINE_VERB_FORGET_MISSING
+                                                   : 0;
+        if (!need || (v->flags & need))
+            options[n++] = all[i];
     }
-    r = layout_parse_file(layout_path, &c->layout, &errors);
-    if (r < 0) {
-        print_layout_errors(&errors);
-        layout_errors_clear(&errors);
-        fprintf(stderr, "layoutctl: %s is not a valid layout: %s\n", layout_path, strerror(-r));
-        return LAYOUTCTL_EXIT_FAILURE;
-    }
-    layout_errors_clear(&errors);
-    if (root) {
-        r = layout_set_root(c->layout, root);
-        if (r < 0) {
-            fprintf(stderr, "layoutctl: bad --root %s: %s (must be absolute)\n", root, strerror(-r));
+    EngineVerbOptions o = { .json = g->json };
+    int c;
+    while ((c = getopt_long(argc, argv, "h", options, NULL)) >= 0)
+        switch (c) {
+        case OPT_LAYOUT:
+            o.layout = optarg;
+            break;
+        case OPT_ROOT:
+            o.root = optarg;
+            break;
+        case OPT_JSON:
+            o.json = true;
+            break;
+        case OPT_DESTROY:
+            o.destroy_data = true;
+            break;
+        case OPT_LAZY:
+            o.lazy = true;
+            break;
+        case OPT_FORGET:
+            o.forget_missing = true;
+            break;
+        case 'h':
+            verb_usage(v, stdout);
+            return LAYOUTCTL_EXIT_OK;
+        default:
+            verb_usage(v, stderr);
             return LAYOUTCTL_EXIT_USAGE;
         }
+    if (optind < argc) {
+        verb_usage(v, stderr);
+        return LAYOUTCTL_EXIT_USAGE;
     }
-    r = mkdir_p(c->layout->root, 0755);
+    if (o.root && o.root[0] != '/') {
+        fprintf(stderr, "layoutctl: bad --root %s (it must be absolute)\n", o.root);
+        return LAYOUTCTL_EXIT_USAGE;
+    }
+
+    EngineOptions eo = { .layout_path = o.layout, .root = o.root, .lock = v->changes, .create_root = v->changes };
+    _cleanup_(engine_freep) Engine *e = NULL;
+    _cleanup_free_ char *error = NULL;
+    int r = engine_open(&eo, &e, &error);
     if (r < 0) {
-        fprintf(stderr, "layoutctl: cannot create root %s: %s\n", c->layout->root, strerror(-r));
+        fprintf(stderr, "layoutctl %s: %s\n", v->name, error ?: strerror(-r));
         return LAYOUTCTL_EXIT_FAILURE;
     }
-
-    /* One engine per root at a time: layoutctl and the agent take the same
-     * lock, so two applies never race on one volume. */
-    _cleanup_free_ char *lock = NULL;
-    if (asprintf(&lock, "%s/layoutd-state.lock", streq(c->layout->root, "/") ? "" : c->layout->root) < 0)
-        return LAYOUTCTL_EXIT_FAILURE;
-    c->lock_fd = open(lock, O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0600);
-    if (c->lock_fd < 0) {
-        fprintf(stderr, "layoutctl: cannot open %s: %m\n", lock);
-        return LAYOUTCTL_EXIT_FAILURE;
-    }
-    if (flock(c->lock_fd, LOCK_EX | LOCK_NB) < 0) {
-        fprintf(stderr, "layoutctl: %s is locked: another layoutctl or the agent is working on %s\n", lock,
-                c->layout->root);
-        return LAYOUTCTL_EXIT_FAILURE;
-    }
-
-    r = layout_record_path(c->layout, &c->record_path);
-    if (r < 0)
-        return LAYOUTCTL_EXIT_FAILURE;
-    r = state_record_load(c->record_path, &c->record);
-    if (r == -EBADMSG) {
-        fprintf(stderr, "layoutctl: the record %s is corrupt; refusing to work on it (nothing changed)\n",
-                c->record_path);
-        return LAYOUTCTL_EXIT_FAILURE;
-    }
-    if (r == -EPROTONOSUPPORT) {
-        fprintf(stderr, "layoutctl: the record %s was written by a newer layoutd; refusing to touch it\n",
-                c->record_path);
-        return LAYOUTCTL_EXIT_FAILURE;
-    }
+    _cleanup_(plan_freep) Plan *plan = NULL;
+    _cleanup_(apply_result_freep) ApplyResult *res = NULL;
+    _cleanup_free_ char *text = NULL;
+    r = v->run(e, &o, &plan, &res);
+    if (r >= 0 && plan)
+        r = o.json ? plan_to_json_string(plan, &text) : plan_to_text(plan, &text);
+    else if (r >= 0 && res)
+        r = o.json ? apply_result_to_json_string(res, &text) : apply_result_to_text(res, &text);
     if (r < 0) {
-        fprintf(stderr, "layoutctl: cannot load %s: %s\n", c->record_path, strerror(-r));
+        fprintf(stderr, "layoutctl %s: failed: %s\n", v->name, strerror(-r));
         return LAYOUTCTL_EXIT_FAILURE;
     }
-    r = observe_volumes(c->layout, c->record, &c->obs);
-    if (r < 0) {
-        fprintf(stderr, "layoutctl: cannot observe the volumes: %s\n", strerror(-r));
-        return LAYOUTCTL_EXIT_FAILURE;
-    }
-    return LAYOUTCTL_EXIT_OK;
-}
-
-int engine_context_reobserve(EngineContext *c) {
-    observation_free(c->obs);
-    c->obs = NULL;
-    return observe_volumes(c->layout, c->record, &c->obs);
-}
-
-void engine_context_close(EngineContext *c) {
-    observation_free(c->obs);
-    state_record_free(c->record);
-    layout_free(c->layout);
-    free(c->record_path);
-    safe_close(c->lock_fd);
-    *c = (EngineContext) { .lock_fd = -EBADF };
+    printf("%s%s", text ?: "", o.json ? "\n" : "");
+    return !res || apply_result_ok(res) ? LAYOUTCTL_EXIT_OK : LAYOUTCTL_EXIT_FAILURE;
 }

@@ -1,31 +1,45 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 #pragma once
 /*
- * What the volume verbs (plan, apply, teardown, repair) share: finding and
- * loading the layout, taking the root's lock, loading the record and
- * observing. These verbs work directly on the engine, as root, without the
- * agent; the agent does the same through its API.
+ * The volume verbs (plan, apply, teardown, repair) work directly on the
+ * engine, as root, without the agent. They share everything but their
+ * action: one option parser (--layout, --root, --json and the verb's own
+ * flags), opening the engine, printing the result and the exit code.
+ * A verb is a table entry (EngineVerb) in its own file.
  */
 #include <stdbool.h>
 
-#include "layout.h"
-#include "observe.h"
-#include "state.h"
+#include "engine.h"
+#include "layoutctl.h"
 
-#define LAYOUTCTL_DEFAULT_LAYOUT_DIR "/etc/layoutd/layouts.d"
+typedef enum EngineVerbFlag {
+    ENGINE_VERB_DESTROY_DATA = 1u << 0,  /* --destroy-data */
+    ENGINE_VERB_LAZY = 1u << 1,          /* --lazy */
+    ENGINE_VERB_FORGET_MISSING = 1u << 2, /* --forget-missing */
+} EngineVerbFlag;
 
-typedef struct EngineContext {
-    Layout *layout;
-    char *record_path;
-    StateRecord *record;
-    Observation *obs;
-    int lock_fd;
-} EngineContext;
+typedef struct EngineVerbOptions {
+    const char *layout;
+    const char *root;
+    bool json;
+    bool destroy_data;
+    bool lazy;
+    bool forget_missing;
+} EngineVerbOptions;
 
-/* Parses --layout FILE / --root DIR (already extracted by the verb), loads,
- * locks (<root>/layoutd-state.lock, exclusive, non-blocking) and observes.
- * Logs its own errors. Returns the layoutctl exit code (0 = ready). */
-int engine_context_open(EngineContext *c, const char *layout_path, const char *root);
-/* Observes again (after apply changed things). Returns <0 on error. */
-int engine_context_reobserve(EngineContext *c);
-void engine_context_close(EngineContext *c);
+typedef struct EngineVerb {
+    const char *name;
+    const char *synopsis;       /* after "layoutctl <name> ": the verb's own flags */
+    const char *description;    /* the help text between synopsis and options */
+    const char *options_help;   /* help lines of the verb's own flags, or "" */
+    const char *exit_help;      /* "Exit status: ..." */
+    unsigned flags;             /* EngineVerbFlag: which flags it takes */
+    bool changes;               /* takes the root's lock and may create the root */
+    /* The action: either a plan (printed as a plan) or a result. */
+    int (*run)(Engine *e, const EngineVerbOptions *o, Plan **ret_plan, ApplyResult **ret_result);
+} EngineVerb;
+
+/* Parses argv for the verb, opens the engine, runs it, prints the plan or
+ * result (text or --json), and returns the exit code: 0 ok, 1 a volume
+ * failed or was refused (or an error), 2 usage. */
+int engine_verb_main(const EngineVerb *v, int argc, char **argv, const LayoutctlGlobals *g);

@@ -13,7 +13,7 @@
 #include <string.h>
 
 #include "layoutctl.h"
-#include "layoutctl-engine.h"
+#include "engine.h"
 #include "place-workspaces.h"
 #include "util.h"
 
@@ -74,34 +74,20 @@ int layoutctl_why(int argc, char **argv, const LayoutctlGlobals *g) {
     }
     const char *id = argv[optind];
 
-    _cleanup_(layout_freep) Layout *l = NULL;
-    _cleanup_(state_record_freep) StateRecord *record = NULL;
-    _cleanup_free_ char *found = NULL, *record_path = NULL, *text = NULL;
-    LayoutErrors errors = {};
-    if (!layout_path) {
-        r = layout_find_in_dir(LAYOUTCTL_DEFAULT_LAYOUT_DIR, &found, &errors);
-        layout_errors_clear(&errors);
-        if (r < 0) {
-            fprintf(stderr, "layoutctl: no layout in %s: %s (use --layout FILE)\n", LAYOUTCTL_DEFAULT_LAYOUT_DIR,
-                    strerror(-r));
-            return LAYOUTCTL_EXIT_FAILURE;
-        }
-        layout_path = found;
-    }
-    r = layout_parse_file(layout_path, &l, &errors);
-    layout_errors_clear(&errors);
-    if (r < 0) {
-        fprintf(stderr, "layoutctl: %s is not a valid layout (see layoutctl validate)\n", layout_path);
-        return LAYOUTCTL_EXIT_FAILURE;
-    }
-    if (root && layout_set_root(l, root) < 0) {
-        fprintf(stderr, "layoutctl: bad --root %s\n", root);
+    _cleanup_(engine_freep) Engine *e = NULL;
+    _cleanup_free_ char *error = NULL, *text = NULL;
+    if (root && root[0] != '/') {
+        fprintf(stderr, "layoutctl: bad --root %s (it must be absolute)\n", root);
         return LAYOUTCTL_EXIT_USAGE;
     }
-    if (layout_record_path(l, &record_path) < 0 || state_record_load(record_path, &record) < 0) {
-        fprintf(stderr, "layoutctl: cannot read the record below %s\n", l->root);
+    EngineOptions eo = { .layout_path = layout_path, .root = root };
+    r = engine_open(&eo, &e, &error);
+    if (r < 0) {
+        fprintf(stderr, "layoutctl why: %s\n", error ?: strerror(-r));
         return LAYOUTCTL_EXIT_FAILURE;
     }
+    const Layout *l = e->layout;
+    StateRecord *record = e->record;
 
     PlaceContext ctx = { .layout = l, .record = record, .carve = no_carve };
     PlaceCreateRequest req = { .id = id, .tenant = tenant, .reclaim = true };

@@ -9,7 +9,6 @@
 #include "agent.h"
 #include "log.h"
 
-#define DEFAULT_LAYOUT_DIR "/etc/layoutd/layouts.d"
 
 static void usage(FILE *f) {
     fprintf(f,
@@ -30,7 +29,7 @@ static void usage(FILE *f) {
             "Signals: SIGHUP reloads the layout (an invalid one is refused and the\n"
             "old one keeps running); SIGTERM/SIGINT stop every workspace and exit;\n"
             "SIGUSR2 exits leaving workspaces serving, for the next agent to re-adopt.\n",
-            DEFAULT_LAYOUT_DIR);
+            ENGINE_DEFAULT_LAYOUT_DIR);
 }
 
 static int parse_level(const char *s) {
@@ -54,13 +53,14 @@ int main(int argc, char **argv) {
         { "version", no_argument, NULL, OPT_VERSION },
         {},
     };
-    AgentOptions o = { .layout = DEFAULT_LAYOUT_DIR };
+    AgentOptions o = { .layout = ENGINE_DEFAULT_LAYOUT_DIR };
     _cleanup_(agent_freep) Agent *a = NULL;
     int c, r;
 
-    /* The flush probe's child: this same binary, so no other path to find. */
-    if (argc >= 2 && streq(argv[1], "--flush-probe"))
-        return agent_flush_probe_child(argc - 2, argv + 2);
+    /* A worker (src/engine/worker.h): this same binary, so the agent and
+     * its workers always speak the same protocol. */
+    if (argc == 2 && streq(argv[1], "--worker"))
+        return worker_main();
 
     while ((c = getopt_long(argc, argv, "h", options, NULL)) >= 0)
         switch (c) {

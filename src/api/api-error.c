@@ -18,6 +18,18 @@ int api_error_set(ApiError *e, int errno_value, unsigned status, const char *cod
     return errno_value < 0 ? errno_value : -errno_value;
 }
 
+int api_error_set_default(ApiError *e, int errno_value, unsigned status, const char *code, const char *fmt, ...) {
+    if (e && e->status == 0) {
+        e->status = status;
+        snprintf(e->code, sizeof(e->code), "%s", code ?: "internal");
+        va_list ap;
+        va_start(ap, fmt);
+        vsnprintf(e->message, sizeof(e->message), fmt, ap);
+        va_end(ap);
+    }
+    return errno_value < 0 ? errno_value : -errno_value;
+}
+
 void api_error_from_errno(ApiError *e, int r) {
     if (!e || e->status != 0)
         return;
@@ -48,6 +60,9 @@ void api_error_from_errno(ApiError *e, int r) {
         break;
     case EOPNOTSUPP:
         api_error_set(e, r, 501, "not_implemented", "Not implemented by this agent");
+        break;
+    case ETIMEDOUT:
+        api_error_set(e, r, 504, "timeout", "The operation did not finish in time");
         break;
     default:
         api_error_set(e, r, 500, "internal", "Internal error: %s", strerror(r < 0 ? -r : r));

@@ -1,12 +1,209 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 /* Request bodies: strict JSON parsing and validation of POST /v1/workspaces. */
 
+#include <stdint.h>
 #include <stdio.h>
 
 #include "api-route.h"
 
 /* Bodies are small flat objects; a deep document is an attack, not a request. */
 #define API_JSON_DEPTH 8
+
+/*
+ * A scan of the raw text before json-c sees it, for the two things json-c
+ * would silently paper over: a key given twice in one object (json-c keeps
+ * the last: {"id":"a","id":"b"} would create "b") and a NUL inside a
+ * string (json-c keys and C strings end there: "nul\u0000../etc" would
+ * become "nul"). Only the structure is followed; json-c checks the rest.
+ */
+typedef struct Scan {
+    const char *s;
+    size_t len, pos;
+    unsigned depth;
+} Scan;
+
+static int hexval(char c) {
+    return c >= '0' && c <= '9' ? c - '0' : c >= 'a' && c <= 'f' ? c - 'a' + 10 : c >= 'A' && c <= 'F' ? c - 'A' + 10 : -1;
+}
+
+/* A string at pos (the opening quote), decoded into out (when not NULL).
+ * Returns -EINVAL with *why on a NUL or a malformed escape, 0. */
+static int scan_string(Scan *sc, char **out, size_t *out_len, const char **why) {
+    size_t cap = 0, n = 0;
+    char *buf = NULL;
+    sc->pos++; /* the quote */
+    while (sc->pos < sc->len) {
+        unsigned char c = (unsigned char) sc->s[sc->pos++];
+        uint32_t cp;
+        if (c == '"') {
+            if (out) {
+                *out = buf ? buf : strdup("");
+                *out_len = n;
+                if (!*out)
+                    return -ENOMEM;
+            } else
+                free(buf);
+            return 0;
+        }
+        if (c == '\\') {
+            if (sc->pos >= sc->len)
+                break;
+            char e = sc->s[sc->pos++];
+            if (e != 'u') {
+                cp = e == 'n' ? '\n' : e == 't' ? '\t' : e == 'r' ? '\r' : e == 'b' ? '\b' : e == 'f' ? '\f' : (uint32_t) e;
+            } else {
+                if (sc->pos + 4 > sc->len)
+                    break;
+                int a = hexval(sc->s[sc->pos]), b = hexval(sc->s[sc->pos + 1]), d = hexval(sc->s[sc->pos + 2]),
+                    f = hexval(sc->s[sc->pos + 3]);
+                if (a < 0 || b < 0 || d < 0 || f < 0)
+                    break;
+                cp = (uint32_t) (a << 12 | b << 8 | d << 4 | f);
+                sc->pos += 4;
+            }
+        } else
+            cp = c;
+        if (cp == 0) {
+            free(buf);
+            *why = "a string holds a NUL character (\\u0000)";
+            return -EINVAL;
+        }
+        if (!out)
+            continue;
+        /* Keys are compared as decoded code units; UTF-8 for \u escapes. */
+        if (n + 4 >= cap) {
+            cap = MAX(cap * 2, 32u);
+            char *t = realloc(buf, cap);
+            if (!t) {
+                free(buf);
+                return -ENOMEM;
+            }
+            buf = t;
+        }
+        if (cp < 0x80)
+            buf[n++] = (char) cp;
+        else if (cp < 0x800) {
+            buf[n++] = (char) (0xc0 | cp >> 6);
+            buf[n++] = (char) (0x80 | (cp & 0x3f));
+        } else {
+            buf[n++] = (char) (0xe0 | cp >> 12);
+            buf[n++] = (char) (0x80 | ((cp >> 6) & 0x3f));
+            buf[n++] = (char) (0x80 | (cp & 0x3f));
+        }
+        buf[n] = 0;
+    }
+    free(buf);
+    *why = NULL; /* malformed: json-c says how */
+    return -EINVAL;
+}
+
+static void skip_ws(Scan *sc) {
+    while (sc->pos < sc->len && strchr(" \t\r\n", sc->s[sc->pos]))
+        sc->pos++;
+}
+
+static int scan_value(Scan *sc, const char **why);
+
+static int scan_object(Scan *sc, const char **why) {
+    char **keys = NULL;
+    size_t *lens = NULL, n = 0;
+    int r = 0;
+    sc->pos++; /* { */
+    for (;;) {
+        skip_ws(sc);
+        if (sc->pos >= sc->len) {
+            r = -EINVAL;
+            break;
+        }
+        if (sc->s[sc->pos] == '}') {
+            sc->pos++;
+            break;
+        }
+        if (sc->s[sc->pos] == ',') {
+            sc->pos++;
+            continue;
+        }
+        if (sc->s[sc->pos] != '"') {
+            r = -EINVAL;
+            break;
+        }
+        char *k = NULL;
+        size_t kl = 0;
+        r = scan_string(sc, &k, &kl, why);
+        if (r < 0)
+            break;
+        for (size_t i = 0; i < n; i++)
+            if (lens[i] == kl && memcmp(keys[i], k, kl) == 0) {
+                *why = "a key is given twice in one object";
+                r = -EINVAL;
+            }
+        char **tk = r >= 0 ? realloc(keys, sizeof(char *) * (n + 1)) : NULL;
+        size_t *tl = tk ? realloc(lens, sizeof(size_t) * (n + 1)) : NULL;
+        if (tk)
+            keys = tk;
+        if (!tk || !tl) {
+            free(k);
+            r = r < 0 ? r : -ENOMEM;
+            break;
+        }
+        lens = tl;
+        keys[n] = k;
+        lens[n++] = kl;
+        skip_ws(sc);
+        if (sc->pos >= sc->len || sc->s[sc->pos] != ':') {
+            r = -EINVAL;
+            break;
+        }
+        sc->pos++;
+        r = scan_value(sc, why);
+        if (r < 0)
+            break;
+    }
+    for (size_t i = 0; i < n; i++)
+        free(keys[i]);
+    free(keys);
+    free(lens);
+    return r;
+}
+
+static int scan_value(Scan *sc, const char **why) {
+    skip_ws(sc);
+    if (sc->pos >= sc->len)
+        return -EINVAL;
+    if (++sc->depth > API_JSON_DEPTH + 1)
+        return -EINVAL; /* json-c's depth limit words it */
+    int r = 0;
+    char c = sc->s[sc->pos];
+    if (c == '{')
+        r = scan_object(sc, why);
+    else if (c == '"')
+        r = scan_string(sc, NULL, NULL, why);
+    else if (c == '[') {
+        sc->pos++;
+        for (;;) {
+            skip_ws(sc);
+            if (sc->pos >= sc->len) {
+                r = -EINVAL;
+                break;
+            }
+            if (sc->s[sc->pos] == ']') {
+                sc->pos++;
+                break;
+            }
+            if (sc->s[sc->pos] == ',') {
+                sc->pos++;
+                continue;
+            }
+            r = scan_value(sc, why);
+            if (r < 0)
+                break;
+        }
+    } else
+        while (sc->pos < sc->len && !strchr(",}] \t\r\n", sc->s[sc->pos]))
+            sc->pos++; /* a number, true, false, null */
+    sc->depth--;
+    return r;
+}
 
 int api_json_parse(const char *body, size_t len, json_object **ret, ApiError *err) {
     if (!body || len == 0)
@@ -36,6 +233,18 @@ int api_json_parse(const char *body, size_t len, json_object **ret, ApiError *er
             json_object_put(o);
             return api_error_set(err, -EINVAL, 400, "invalid_json", "Invalid JSON: trailing data at byte %zu", i);
         }
+    /* json-c accepted it; now what it would have hidden. */
+    Scan sc = { .s = body, .len = len };
+    const char *why = NULL;
+    int k = scan_value(&sc, &why);
+    if (k == -ENOMEM) {
+        json_object_put(o);
+        return k;
+    }
+    if (k < 0 && why) {
+        json_object_put(o);
+        return api_error_set(err, -EINVAL, 400, "bad_request", "Refused JSON: %s", why);
+    }
     *ret = o;
     return 0;
 }

@@ -1,13 +1,45 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
-/* Pure routing: method + path -> route. See api-route.h. */
+/* Pure routing: the route table, method + path -> route, query arguments. */
 
+#include <math.h>
 #include <stdio.h>
 
 #include "api-route.h"
 #include "string-table.h"
 
+/* One row per route; a route is added here and nowhere else in src/api. */
+const ApiRouteSpec api_routes[_API_ROUTE_MAX] = {
+    [API_ROUTE_STATUS] = { API_ROUTE_STATUS, "GET", "/v1/status", API_PARAM_NONE, 200 },
+    [API_ROUTE_HEALTH] = { API_ROUTE_HEALTH, "GET", "/v1/health", API_PARAM_NONE, 200 },
+    [API_ROUTE_VOLUMES] = { API_ROUTE_VOLUMES, "GET", "/v1/volumes", API_PARAM_NONE, 200 },
+    [API_ROUTE_VOLUME] = { API_ROUTE_VOLUME, "GET", "/v1/volumes/{name}", API_PARAM_VOLUME, 200 },
+    [API_ROUTE_WORKSPACES] = { API_ROUTE_WORKSPACES, "GET", "/v1/workspaces", API_PARAM_NONE, 200 },
+    [API_ROUTE_WORKSPACE] = { API_ROUTE_WORKSPACE, "GET", "/v1/workspaces/{id}", API_PARAM_WORKSPACE, 200 },
+    [API_ROUTE_WORKSPACE_CREATE] = { API_ROUTE_WORKSPACE_CREATE, "POST", "/v1/workspaces", API_PARAM_NONE, 201,
+                                     .mutating = true, .operation = true, .query = API_QUERY_WAIT,
+                                     .body = API_BODY_WORKSPACE, .default_wait_sec = 60 },
+    [API_ROUTE_WORKSPACE_DELETE] = { API_ROUTE_WORKSPACE_DELETE, "DELETE", "/v1/workspaces/{id}",
+                                     API_PARAM_WORKSPACE, 200, .mutating = true, .operation = true,
+                                     .query = API_QUERY_WAIT | API_QUERY_DESTROY_DATA, .default_wait_sec = 60 },
+    [API_ROUTE_WORKSPACE_RESTART] = { API_ROUTE_WORKSPACE_RESTART, "POST", "/v1/workspaces/{id}/restart",
+                                      API_PARAM_WORKSPACE, 200, .mutating = true, .operation = true,
+                                      .query = API_QUERY_WAIT, .default_wait_sec = 0 },
+    [API_ROUTE_RELOAD] = { API_ROUTE_RELOAD, "POST", "/v1/reload", API_PARAM_NONE, 200, .mutating = true,
+                           .operation = true, .query = API_QUERY_WAIT, .default_wait_sec = 60 },
+    [API_ROUTE_GC] = { API_ROUTE_GC, "POST", "/v1/gc", API_PARAM_NONE, 200, .mutating = true, .operation = true,
+                       .query = API_QUERY_WAIT | API_QUERY_DRY_RUN, .default_wait_sec = 0 },
+    [API_ROUTE_CAPACITY] = { API_ROUTE_CAPACITY, "GET", "/v1/capacity", API_PARAM_NONE, 200 },
+    [API_ROUTE_OPERATIONS] = { API_ROUTE_OPERATIONS, "GET", "/v1/operations", API_PARAM_NONE, 200 },
+    [API_ROUTE_OPERATION] = { API_ROUTE_OPERATION, "GET", "/v1/operations/{id}", API_PARAM_OPERATION, 200,
+                              .query = API_QUERY_WAIT },
+    [API_ROUTE_EVENTS] = { API_ROUTE_EVENTS, "GET", "/v1/events", API_PARAM_NONE, 200, .stream = true,
+                           .query = API_QUERY_SINCE },
+    [API_ROUTE_METRICS] = { API_ROUTE_METRICS, "GET", "/metrics", API_PARAM_NONE, 200 },
+};
+
 static const char *const api_route_id_table[_API_ROUTE_MAX] = {
     [API_ROUTE_STATUS] = "status",
+    [API_ROUTE_HEALTH] = "health",
     [API_ROUTE_VOLUMES] = "volumes",
     [API_ROUTE_VOLUME] = "volume",
     [API_ROUTE_WORKSPACES] = "workspaces",
@@ -16,53 +48,85 @@ static const char *const api_route_id_table[_API_ROUTE_MAX] = {
     [API_ROUTE_WORKSPACE_DELETE] = "workspace-delete",
     [API_ROUTE_WORKSPACE_RESTART] = "workspace-restart",
     [API_ROUTE_RELOAD] = "reload",
+    [API_ROUTE_GC] = "gc",
     [API_ROUTE_CAPACITY] = "capacity",
+    [API_ROUTE_OPERATIONS] = "operations",
+    [API_ROUTE_OPERATION] = "operation",
+    [API_ROUTE_EVENTS] = "events",
     [API_ROUTE_METRICS] = "metrics",
 };
 
 DEFINE_STRING_TABLE_LOOKUP(api_route_id, ApiRouteId);
 
-bool api_route_id_is_mutating(ApiRouteId r) {
-    return r == API_ROUTE_WORKSPACE_CREATE || r == API_ROUTE_WORKSPACE_DELETE ||
-           r == API_ROUTE_WORKSPACE_RESTART || r == API_ROUTE_RELOAD;
+const ApiRouteSpec *api_route_spec(ApiRouteId r) {
+    if ((int) r < 0 || r >= _API_ROUTE_MAX)
+        return NULL;
+    return &api_routes[r];
 }
 
-typedef enum ParamKind {
-    PARAM_NONE,
-    PARAM_VOLUME,
-    PARAM_WORKSPACE,
-} ParamKind;
-
-/* One path pattern: segments, "*" is the parameter. Each method maps to
- * a route (or -1: not allowed on this path). */
-typedef struct RoutePattern {
-    const char *segments[4];
-    ParamKind param;
-    const char *allow;
-    ApiRouteId get, post, delete;
-} RoutePattern;
-
-#define NONE ((ApiRouteId) -1)
-
-static const RoutePattern patterns[] = {
-    { { "v1", "status" },                  PARAM_NONE,      "GET, HEAD",         API_ROUTE_STATUS,     NONE, NONE },
-    { { "v1", "volumes" },                 PARAM_NONE,      "GET, HEAD",         API_ROUTE_VOLUMES,    NONE, NONE },
-    { { "v1", "volumes", "*" },            PARAM_VOLUME,    "GET, HEAD",         API_ROUTE_VOLUME,     NONE, NONE },
-    { { "v1", "workspaces" },              PARAM_NONE,      "GET, HEAD, POST",   API_ROUTE_WORKSPACES, API_ROUTE_WORKSPACE_CREATE, NONE },
-    { { "v1", "workspaces", "*" },         PARAM_WORKSPACE, "GET, HEAD, DELETE", API_ROUTE_WORKSPACE,  NONE, API_ROUTE_WORKSPACE_DELETE },
-    { { "v1", "workspaces", "*", "restart" }, PARAM_WORKSPACE, "POST",           NONE, API_ROUTE_WORKSPACE_RESTART, NONE },
-    { { "v1", "reload" },                  PARAM_NONE,      "POST",              NONE, API_ROUTE_RELOAD, NONE },
-    { { "v1", "capacity" },                PARAM_NONE,      "GET, HEAD",         API_ROUTE_CAPACITY,   NONE, NONE },
-    { { "metrics" },                       PARAM_NONE,      "GET, HEAD",         API_ROUTE_METRICS,    NONE, NONE },
-};
+bool api_route_id_is_mutating(ApiRouteId r) {
+    const ApiRouteSpec *s = api_route_spec(r);
+    return s && s->mutating;
+}
 
 #define PATH_MAX_SEGMENTS 4
 #define PATH_MAX_LEN 512
 
-int api_route_parse(const char *method, const char *path, ApiRoute *ret,
-                    const char **ret_allow, ApiError *err) {
-    if (!method || !path || path[0] != '/')
+typedef struct Segments {
+    const char *seg[PATH_MAX_SEGMENTS];
+    size_t len[PATH_MAX_SEGMENTS];
+    size_t n;
+} Segments;
+
+/* Splits into at most PATH_MAX_SEGMENTS non-empty segments; false for
+ * "//", a path too deep or too long. */
+static bool split(const char *path, size_t len, Segments *ret) {
+    ret->n = 0;
+    for (size_t i = 1; i <= len;) {
+        size_t j = i;
+        while (j < len && path[j] != '/')
+            j++;
+        if (j == i || ret->n >= PATH_MAX_SEGMENTS)
+            return false;
+        ret->seg[ret->n] = path + i;
+        ret->len[ret->n] = j - i;
+        ret->n++;
+        i = j + 1;
+    }
+    return true;
+}
+
+/* Does the table path (with its {x}) match? *ret_param: the parameter's
+ * segment index, or SIZE_MAX. */
+static bool path_matches(const char *pattern, const Segments *s, size_t *ret_param) {
+    Segments p;
+    if (!split(pattern, strlen(pattern), &p) || p.n != s->n)
+        return false;
+    *ret_param = SIZE_MAX;
+    for (size_t k = 0; k < s->n; k++) {
+        if (p.seg[k][0] == '{') {
+            *ret_param = k;
+            continue;
+        }
+        if (p.len[k] != s->len[k] || memcmp(p.seg[k], s->seg[k], s->len[k]) != 0)
+            return false;
+    }
+    return true;
+}
+
+static void add_allow(char *allow, size_t size, const char *method) {
+    size_t n = strlen(allow);
+    if (strstr(allow, method))
+        return;
+    snprintf(allow + n, size - n, "%s%s", n ? ", " : "", method);
+    if (streq(method, "GET"))
+        add_allow(allow, size, "HEAD");
+}
+
+int api_route_parse(const char *method, const char *path, ApiRoute *ret, ApiError *err) {
+    if (!method || !path || path[0] != '/' || !ret)
         return api_error_set(err, -ENOENT, 404, "not_found", "No such route");
+    *ret = (ApiRoute) {};
 
     size_t len = strcspn(path, "?#");
     if (len > PATH_MAX_LEN)
@@ -70,74 +134,48 @@ int api_route_parse(const char *method, const char *path, ApiRoute *ret,
     /* One trailing slash is tolerated ("/v1/status/"), the root is not a route. */
     if (len > 1 && path[len - 1] == '/')
         len--;
+    Segments s;
+    if (!split(path, len, &s))
+        return api_error_set(err, -ENOENT, 404, "not_found", "No such route");
 
-    /* Split into at most PATH_MAX_SEGMENTS non-empty segments. */
-    const char *seg[PATH_MAX_SEGMENTS];
-    size_t seg_len[PATH_MAX_SEGMENTS];
-    size_t n = 0;
-    for (size_t i = 1; i <= len;) {
-        size_t j = i;
-        while (j < len && path[j] != '/')
-            j++;
-        if (j == i || n >= PATH_MAX_SEGMENTS) /* "//", or too deep */
-            return api_error_set(err, -ENOENT, 404, "not_found", "No such route");
-        seg[n] = path + i;
-        seg_len[n] = j - i;
-        n++;
-        i = j + 1;
-    }
-
-    for (size_t p = 0; p < ELEMENTSOF(patterns); p++) {
-        const RoutePattern *pat = &patterns[p];
-        size_t m = 0;
-        while (m < PATH_MAX_SEGMENTS && pat->segments[m])
-            m++;
-        if (m != n)
+    /* HEAD is GET without the body; MHD drops the body for us. */
+    const char *m = streq(method, "HEAD") ? "GET" : method;
+    const ApiRouteSpec *found = NULL;
+    size_t param = SIZE_MAX;
+    bool path_known = false;
+    for (size_t i = 0; i < _API_ROUTE_MAX; i++) {
+        const ApiRouteSpec *r = &api_routes[i];
+        size_t p;
+        if (!path_matches(r->path, &s, &p))
             continue;
-        size_t param = SIZE_MAX;
-        bool match = true;
-        for (size_t k = 0; k < n && match; k++) {
-            if (streq(pat->segments[k], "*"))
-                param = k;
-            else
-                match = strlen(pat->segments[k]) == seg_len[k] &&
-                        memcmp(pat->segments[k], seg[k], seg_len[k]) == 0;
+        path_known = true;
+        add_allow(ret->allow, sizeof ret->allow, r->method);
+        if (!found && streq(r->method, m)) {
+            found = r;
+            param = p;
         }
-        if (!match)
-            continue;
-
-        ApiRouteId id = NONE;
-        /* HEAD is GET without the body; MHD drops the body for us. */
-        if (streq(method, "GET") || streq(method, "HEAD"))
-            id = pat->get;
-        else if (streq(method, "POST"))
-            id = pat->post;
-        else if (streq(method, "DELETE"))
-            id = pat->delete;
-        if (id == NONE) {
-            if (ret_allow)
-                *ret_allow = pat->allow;
-            return api_error_set(err, -EOPNOTSUPP, 405, "method_not_allowed",
-                                 "Method %.16s not allowed here (allowed: %s)", method, pat->allow);
-        }
-
-        ApiRoute r = { .id = id };
-        if (param != SIZE_MAX) {
-            size_t max = pat->param == PARAM_VOLUME ? LAYOUT_NAME_MAX : API_ID_MAX;
-            const char *what = pat->param == PARAM_VOLUME ? "volume name" : "workspace id";
-            if (seg_len[param] > max)
-                return api_error_set(err, -EINVAL, 400, "bad_request",
-                                     "Invalid %s: longer than %zu characters", what, max);
-            memcpy(r.param, seg[param], seg_len[param]);
-            r.param[seg_len[param]] = 0;
-            if (!layout_name_is_valid(r.param, max))
-                return api_error_set(err, -EINVAL, 400, "bad_request",
-                                     "Invalid %s: use [a-z0-9][a-z0-9-]*", what);
-        }
-        *ret = r;
-        return 0;
     }
-    return api_error_set(err, -ENOENT, 404, "not_found", "No such route");
+    if (!path_known)
+        return api_error_set(err, -ENOENT, 404, "not_found", "No such route");
+    if (!found)
+        return api_error_set(err, -EOPNOTSUPP, 405, "method_not_allowed",
+                             "Method %.16s not allowed here (allowed: %s)", method, ret->allow);
+
+    ret->id = found->id;
+    if (param != SIZE_MAX) {
+        size_t max = found->param == API_PARAM_VOLUME ? LAYOUT_NAME_MAX : API_ID_MAX;
+        const char *what = found->param == API_PARAM_VOLUME      ? "volume name"
+                           : found->param == API_PARAM_OPERATION ? "operation id"
+                                                                 : "workspace id";
+        if (s.len[param] > max)
+            return api_error_set(err, -EINVAL, 400, "bad_request", "Invalid %s: longer than %zu characters",
+                                 what, max);
+        memcpy(ret->param, s.seg[param], s.len[param]);
+        ret->param[s.len[param]] = 0;
+        if (!layout_name_is_valid(ret->param, max))
+            return api_error_set(err, -EINVAL, 400, "bad_request", "Invalid %s: use [a-z0-9][a-z0-9-]*", what);
+    }
+    return 0;
 }
 
 int api_parse_bool(const char *s, bool *ret) {
@@ -152,6 +190,78 @@ int api_parse_bool(const char *s, bool *ret) {
     if (STR_IN_SET(s, "false", "0", "no")) {
         *ret = false;
         return 0;
+    }
+    return -EINVAL;
+}
+
+static const struct {
+    const char *name;
+    ApiQueryKey key;
+} query_keys[] = {
+    { "wait", API_QUERY_WAIT },
+    { "destroy_data", API_QUERY_DESTROY_DATA },
+    { "since", API_QUERY_SINCE },
+    { "dry_run", API_QUERY_DRY_RUN },
+};
+
+/* The names a route takes, for the error message. */
+static void known_keys(const ApiRouteSpec *route, char *buf, size_t size) {
+    buf[0] = 0;
+    for (size_t i = 0; i < ELEMENTSOF(query_keys); i++)
+        if (route->query & query_keys[i].key) {
+            size_t n = strlen(buf);
+            snprintf(buf + n, size - n, "%s%s", n ? ", " : "", query_keys[i].name);
+        }
+    if (!buf[0])
+        snprintf(buf, size, "none");
+}
+
+int api_query_parse(const ApiRouteSpec *route, const char *key, const char *value, ApiQuery *q, ApiError *err) {
+    ApiQueryKey k = 0;
+    char known[64];
+    for (size_t i = 0; key && i < ELEMENTSOF(query_keys); i++)
+        if (streq(key, query_keys[i].name))
+            k = query_keys[i].key;
+    if (!k || !(route->query & k)) {
+        known_keys(route, known, sizeof known);
+        return api_error_set(err, -EINVAL, 400, "bad_request", "Unknown query parameter \"%.32s\" for %s %s (known: %s)",
+                             key ?: "", route->method, route->path, known);
+    }
+    switch (k) {
+    case API_QUERY_WAIT: {
+        char *end = NULL;
+        errno = 0;
+        double sec = value && *value ? strtod(value, &end) : NAN;
+        if (q->has_wait || !value || !*value || errno || *end || !isfinite(sec) || sec < 0 || sec > API_WAIT_MAX_SEC)
+            return api_error_set(err, -EINVAL, 400, "bad_request",
+                                 "wait must be given once, as seconds from 0 to %u", API_WAIT_MAX_SEC);
+        q->has_wait = true;
+        q->wait = (usec_t) (sec * USEC_PER_SEC);
+        return 0;
+    }
+    case API_QUERY_SINCE: {
+        char *end = NULL;
+        errno = 0;
+        unsigned long long v = value && *value >= '0' && *value <= '9' ? strtoull(value, &end, 10) : 0;
+        if (q->has_since || !value || !*value || *value < '0' || *value > '9' || errno || *end)
+            return api_error_set(err, -EINVAL, 400, "bad_request",
+                                 "since must be given once, as an event sequence number");
+        q->has_since = true;
+        q->since = v;
+        return 0;
+    }
+    case API_QUERY_DESTROY_DATA:
+    case API_QUERY_DRY_RUN: {
+        bool b;
+        /* "?destroy_data" alone is ambiguous: refused rather than guessed. */
+        if (!value || api_parse_bool(value, &b) < 0)
+            return api_error_set(err, -EINVAL, 400, "bad_request", "%s must be true or false", key);
+        if (k == API_QUERY_DESTROY_DATA)
+            q->destroy_data = b;
+        else
+            q->dry_run = b;
+        return 0;
+    }
     }
     return -EINVAL;
 }

@@ -2,10 +2,14 @@
 #pragma once
 
 /*
- * The pure half of the status API: routing (method + path -> route +
- * parameters), request-body parsing, and the error model. No I/O, no
- * HTTP library: these are unit-tested and fuzzed on their own
+ * The pure half of the status API: the route table (method, path, success
+ * status, mutating, query parameters, body, how long a request waits for
+ * its operation), routing, query and body parsing, and the error model. No
+ * I/O, no HTTP library: unit-tested and fuzzed on their own
  * (tests/api/test-api-route.c, tests/fuzz/fuzz-api.c).
+ *
+ * Adding a route: one value in ApiRouteId and one row in api_routes[]
+ * (api-route.c); the agent's handler goes into its ApiOps table.
  */
 
 #include <stdbool.h>
@@ -20,6 +24,7 @@
  * /metrics, where Prometheus scrapers look by convention. */
 typedef enum ApiRouteId {
     API_ROUTE_STATUS,            /* GET    /v1/status */
+    API_ROUTE_HEALTH,            /* GET    /v1/health */
     API_ROUTE_VOLUMES,           /* GET    /v1/volumes */
     API_ROUTE_VOLUME,            /* GET    /v1/volumes/{name} */
     API_ROUTE_WORKSPACES,        /* GET    /v1/workspaces */
@@ -28,7 +33,11 @@ typedef enum ApiRouteId {
     API_ROUTE_WORKSPACE_DELETE,  /* DELETE /v1/workspaces/{id}[?destroy_data=true] */
     API_ROUTE_WORKSPACE_RESTART, /* POST   /v1/workspaces/{id}/restart */
     API_ROUTE_RELOAD,            /* POST   /v1/reload */
+    API_ROUTE_GC,                /* POST   /v1/gc[?dry_run=true] */
     API_ROUTE_CAPACITY,          /* GET    /v1/capacity */
+    API_ROUTE_OPERATIONS,        /* GET    /v1/operations */
+    API_ROUTE_OPERATION,         /* GET    /v1/operations/{id}[?wait=S] */
+    API_ROUTE_EVENTS,            /* GET    /v1/events[?since=N] (a stream) */
     API_ROUTE_METRICS,           /* GET    /metrics */
     _API_ROUTE_MAX,
     _API_ROUTE_INVALID = -EINVAL,
@@ -38,8 +47,49 @@ typedef enum ApiRouteId {
 const char *api_route_id_to_string(ApiRouteId r);
 ApiRouteId api_route_id_from_string(const char *s);
 
-/* Whether a route changes state: POST/DELETE routes, which need root or
- * the socket's group (see docs/api.md, "Access"). */
+typedef enum ApiParamKind {
+    API_PARAM_NONE,
+    API_PARAM_VOLUME,            /* a volume name, <= LAYOUT_NAME_MAX */
+    API_PARAM_WORKSPACE,         /* a workspace id, <= LAYOUT_WORKSPACE_ID_MAX */
+    API_PARAM_OPERATION,         /* an operation id */
+} ApiParamKind;
+
+/* The query parameters a route takes (anything else is 400). */
+typedef enum ApiQueryKey {
+    API_QUERY_WAIT = 1u << 0,          /* wait=SECONDS: hold the request for its operation */
+    API_QUERY_DESTROY_DATA = 1u << 1,  /* destroy_data=true|false */
+    API_QUERY_SINCE = 1u << 2,         /* since=SEQ: events after SEQ */
+    API_QUERY_DRY_RUN = 1u << 3,       /* dry_run=true|false */
+} ApiQueryKey;
+
+typedef enum ApiBodyKind {
+    API_BODY_NONE,               /* a body is ignored */
+    API_BODY_WORKSPACE,          /* a POST /v1/workspaces object (required) */
+} ApiBodyKind;
+
+/* One row of the route table. */
+typedef struct ApiRouteSpec {
+    ApiRouteId id;
+    const char *method;          /* "GET" (HEAD as well), "POST", "DELETE" */
+    const char *path;            /* "/v1/workspaces/{id}/restart": {x} is the parameter */
+    ApiParamKind param;
+    unsigned status;             /* the success status of an answer given at once */
+    bool mutating;               /* needs root or the socket's group; refused
+                                    while the agent starts or stops */
+    bool operation;              /* the request is an operation that may run
+                                    on: 202 with it unless it ends within the
+                                    wait */
+    bool stream;                 /* a long-lived streamed answer (events) */
+    unsigned query;              /* ApiQueryKey bits */
+    ApiBodyKind body;
+    unsigned default_wait_sec;   /* operation routes: wait when ?wait is absent */
+} ApiRouteSpec;
+
+/* The table, indexed by ApiRouteId. */
+extern const ApiRouteSpec api_routes[_API_ROUTE_MAX];
+const ApiRouteSpec *api_route_spec(ApiRouteId r);
+
+/* Whether a route changes state (its row's `mutating`). */
 bool api_route_id_is_mutating(ApiRouteId r);
 
 /* The error model: an HTTP status, a stable machine-readable code and a
@@ -56,10 +106,16 @@ typedef struct ApiError {
 _printf_(5, 6) int api_error_set(ApiError *e, int errno_value, unsigned status,
                                  const char *code, const char *fmt, ...);
 
+/* As api_error_set, but only when e is not set yet: the first (most
+ * specific) error wins over a generic one added by a caller. */
+_printf_(5, 6) int api_error_set_default(ApiError *e, int errno_value, unsigned status,
+                                         const char *code, const char *fmt, ...);
+
 /* When e was not filled in, derives a status and code from a negative
- * errno: ENOENT->404 not_found, EEXIST/EBUSY->409 conflict, ENOSPC/EDQUOT
- * ->507 insufficient_storage, EINVAL->400 bad_request, EPERM/EACCES->403
- * forbidden, EAGAIN/ESHUTDOWN->503 unavailable, other->500 internal. */
+ * errno: ENOENT->404 not_found, EEXIST->409 exists, EBUSY->409 busy,
+ * ENOSPC/EDQUOT->507 insufficient_storage, EINVAL->400 bad_request,
+ * EPERM/EACCES->403 forbidden, EAGAIN/ESHUTDOWN->503 unavailable,
+ * EOPNOTSUPP->501, ETIMEDOUT->504 timeout, other->500 internal. */
 void api_error_from_errno(ApiError *e, int r);
 
 /* {"error": {"code": ..., "message": ...}}. Returns 0 or -ENOMEM. */
@@ -67,26 +123,44 @@ int api_error_to_json(const ApiError *e, json_object **ret);
 
 #define API_ID_MAX LAYOUT_WORKSPACE_ID_MAX
 
-/* The result of routing one request. `id` is the {name}/{id} path
- * parameter (NUL-terminated, "" when the route has none). */
+/* The result of routing one request. `param` is the {x} path parameter
+ * (NUL-terminated, "" when the route has none). */
 typedef struct ApiRoute {
     ApiRouteId id;
     char param[API_ID_MAX + 1];
+    char allow[48];       /* 405: the methods the path takes ("GET, HEAD") */
 } ApiRoute;
 
 /*
  * Routes method + path. `path` is the request target's path; anything from
- * '?' on is ignored (MHD hands query arguments over separately). A single
- * trailing '/' is accepted ("/v1/status/"), and nothing is percent-decoded:
- * valid names never need it.
+ * '?' on is ignored (query arguments are checked by api_query_parse). A
+ * single trailing '/' is accepted ("/v1/status/"), and nothing is
+ * percent-decoded: valid names never need it.
  * On failure *err says why: 404 not_found (no such path), 405
- * method_not_allowed (path exists; *ret_allow is set to the Allow header
- * value, a static string), 400 bad_request (a path parameter that is not
- * a valid name).
+ * method_not_allowed (path exists; ret->allow holds the Allow header
+ * value), 400 bad_request (a path parameter that is not a valid name).
  * Returns: -ENOENT, -EOPNOTSUPP (405), -EINVAL (400), 0 with *ret set.
  */
-int api_route_parse(const char *method, const char *path, ApiRoute *ret,
-                    const char **ret_allow, ApiError *err);
+int api_route_parse(const char *method, const char *path, ApiRoute *ret, ApiError *err);
+
+/* A request's query, parsed. */
+#define API_WAIT_MAX_SEC 600U
+typedef struct ApiQuery {
+    bool has_wait;
+    usec_t wait;                 /* ?wait=SECONDS, 0..API_WAIT_MAX_SEC, decimals allowed */
+    bool destroy_data;
+    bool has_since;
+    uint64_t since;
+    bool dry_run;
+} ApiQuery;
+
+/*
+ * Adds one query argument (key, value; value NULL for "?key" alone) to *q,
+ * checking it against the route: an argument the route does not take, a
+ * repeated one, or a bad value is 400 bad_request with the reason.
+ * Returns: -EINVAL (err set), 0.
+ */
+int api_query_parse(const ApiRouteSpec *route, const char *key, const char *value, ApiQuery *q, ApiError *err);
 
 /* A parsed POST /v1/workspaces body. */
 typedef struct ApiWorkspaceRequest {
@@ -113,7 +187,11 @@ int api_workspace_request_parse(const char *body, size_t len, ApiWorkspaceReques
 
 /*
  * Parses a JSON document of at most `len` bytes with a nesting limit, and
- * rejects trailing garbage. Returns: -EINVAL (err set), -ENOMEM, 0.
+ * rejects trailing garbage, a key given twice in one object, and strings
+ * with a NUL character (json-c would keep the last duplicate and cut the
+ * string at the NUL, so `{"id":"a","id":"b"}` or "nul\u0000../x" would
+ * mean something other than what was sent).
+ * Returns: -EINVAL (err set), -ENOMEM, 0.
  */
 int api_json_parse(const char *body, size_t len, json_object **ret, ApiError *err);
 

@@ -20,9 +20,8 @@
 #include <sys/socket.h>
 #include <fcntl.h>
 
-#include <microhttpd.h>
 
-#include "api.h"
+#include "api-internal.h"
 #include "util.h"
 #include "string-table.h"
 
@@ -33,62 +32,6 @@
 #define API_REQUEST_TIMEOUT_DEFAULT 10U
 /* fds the agent keeps for itself (loop devices, daemons, logs, MHD's own). */
 #define API_FD_RESERVE 256U
-
-#define STATUS_MIN 100
-#define STATUS_MAX 599
-
-/* One client connection (MHD's socket context). Kept in a list ordered by
- * deadline: every deadline is "now + request_timeout" when set, so
- * appending keeps the order and the head is always the next to expire. */
-typedef struct ApiConn {
-    Api *api;
-    struct MHD_Connection *mhd;
-    int fd;                        /* MHD's; never closed here */
-    usec_t deadline;
-    bool killed;                   /* shut down on deadline; MHD closes it */
-    struct ApiConn *prev, *next;
-    int peer_error;                /* <0: credentials unknown: reads only */
-    uid_t uid;
-    gid_t gid;
-    pid_t pid;
-    gid_t *groups;
-    size_t n_groups;
-} ApiConn;
-
-/* One request (MHD's per-request context). */
-typedef struct ApiRequest {
-    ApiConn *conn;
-    bool routed;
-    ApiRoute route;
-    char *body;
-    size_t body_len;
-    size_t body_allocated;
-    bool too_large;
-    bool responded;                /* a response was queued before the body */
-    unsigned status;
-    usec_t started;
-} ApiRequest;
-
-struct Api {
-    sd_event *event;
-    struct MHD_Daemon *mhd;
-    sd_event_source *io;
-    sd_event_source *timer;
-    sd_event_source *deadline_timer;
-    ApiServerConfig config;
-    ApiOps ops;
-    void *userdata;
-    ApiState state;
-
-    ApiConn *conns_head, *conns_tail;
-    unsigned n_conns;
-
-    /* Own metrics. requests[route + 1][status - 100]; route -1: unrouted. */
-    uint64_t requests[_API_ROUTE_MAX + 1][STATUS_MAX - STATUS_MIN + 1];
-    MetricsHistogram latency[_API_ROUTE_MAX];
-    uint64_t connections_total;
-    uint64_t request_timeouts_total;
-};
 
 static const char *const api_state_table[_API_STATE_MAX] = {
     [API_STATE_STARTING] = "starting",
@@ -124,6 +67,9 @@ _printf_(2, 0) static void mhd_logger(void *cls, const char *fmt, va_list ap) {
 /* ---- connection list and deadlines ---- */
 
 static void conn_unlink(Api *api, ApiConn *c) {
+    if (!c->linked)
+        return;
+    c->linked = false;
     if (c->prev)
         c->prev->next = c->next;
     else if (api->conns_head == c)
@@ -136,6 +82,7 @@ static void conn_unlink(Api *api, ApiConn *c) {
 }
 
 static void conn_append(Api *api, ApiConn *c) {
+    c->linked = true;
     c->prev = api->conns_tail;
     c->next = NULL;
     if (api->conns_tail)
@@ -158,7 +105,7 @@ static void deadline_rearm(Api *api) {
     (void) sd_event_source_set_enabled(api->deadline_timer, SD_EVENT_ONESHOT);
 }
 
-static void conn_reset_deadline(Api *api, ApiConn *c) {
+void api_conn_reset_deadline(Api *api, ApiConn *c) {
     if (c->killed)
         return;
     conn_unlink(api, c);
@@ -167,7 +114,24 @@ static void conn_reset_deadline(Api *api, ApiConn *c) {
     deadline_rearm(api);
 }
 
+void api_conn_exempt(Api *api, ApiConn *c) {
+    if (!c)
+        return;
+    bool was_head = api->conns_head == c;
+    conn_unlink(api, c);
+    if (was_head)
+        deadline_rearm(api);
+}
+
 static void mhd_rearm(Api *api);
+
+void api_mhd_kick(Api *api) {
+    /* A resumed connection is not in MHD's epoll set until MHD_run puts it
+     * back (and MHD_get_timeout does not count it), so nothing would wake
+     * the loop for it: run MHD at the next turn of the loop. */
+    (void) sd_event_source_set_time(api->timer, now_usec(CLOCK_MONOTONIC));
+    (void) sd_event_source_set_enabled(api->timer, SD_EVENT_ONESHOT);
+}
 
 static int on_deadline(sd_event_source *s, uint64_t usec, void *userdata) {
     Api *api = userdata;
@@ -234,70 +198,9 @@ static void on_connection(void *cls, struct MHD_Connection *connection, void **s
         deadline_rearm(api);
 }
 
-/* ---- responses ---- */
-
-static void count_request(Api *api, const ApiRequest *req) {
-    unsigned st = CLAMP(req->status, STATUS_MIN, STATUS_MAX);
-    size_t ri = req->routed ? (size_t) req->route.id + 1 : 0;
-    api->requests[ri][st - STATUS_MIN]++;
-    if (req->routed && req->started > 0)
-        metrics_histogram_observe(&api->latency[req->route.id],
-                                  (double) (now_usec(CLOCK_MONOTONIC) - req->started) / USEC_PER_SEC);
-}
-
-static enum MHD_Result queue_text(struct MHD_Connection *c, ApiRequest *req, unsigned status,
-                                  char *text, size_t len, const char *content_type,
-                                  const char *allow, const char *location) {
-    /* MHD takes the buffer and free()s it. */
-    struct MHD_Response *resp = MHD_create_response_from_buffer(len, text, MHD_RESPMEM_MUST_FREE);
-    if (!resp) {
-        free(text);
-        return MHD_NO; /* MHD closes the connection */
-    }
-    (void) MHD_add_response_header(resp, MHD_HTTP_HEADER_CONTENT_TYPE, content_type);
-    (void) MHD_add_response_header(resp, MHD_HTTP_HEADER_CACHE_CONTROL, "no-store");
-    if (allow)
-        (void) MHD_add_response_header(resp, MHD_HTTP_HEADER_ALLOW, allow);
-    if (location)
-        (void) MHD_add_response_header(resp, MHD_HTTP_HEADER_LOCATION, location);
-    enum MHD_Result ok = MHD_queue_response(c, status, resp);
-    MHD_destroy_response(resp);
-    if (ok == MHD_YES) {
-        req->status = status;
-        req->responded = true;
-    }
-    return ok;
-}
-
-static enum MHD_Result queue_json(struct MHD_Connection *c, ApiRequest *req, unsigned status,
-                                  json_object *o, const char *allow, const char *location) {
-    size_t len;
-    const char *s = json_object_to_json_string_length(o, JSON_C_TO_STRING_PLAIN | JSON_C_TO_STRING_NOSLASHESCAPE, &len);
-    if (!s)
-        return MHD_NO;
-    char *text = malloc(len + 2);
-    if (!text)
-        return MHD_NO;
-    memcpy(text, s, len);
-    text[len] = '\n'; /* so that `curl` output ends with a newline */
-    text[len + 1] = 0;
-    return queue_text(c, req, status, text, len + 1, "application/json", allow, location);
-}
-
-static enum MHD_Result queue_error(struct MHD_Connection *c, ApiRequest *req, ApiError *err, int r,
-                                   const char *allow) {
-    api_error_from_errno(err, r);
-    json_object *o = NULL;
-    if (api_error_to_json(err, &o) < 0)
-        return MHD_NO;
-    enum MHD_Result ok = queue_json(c, req, err->status, o, allow, NULL);
-    json_object_put(o);
-    return ok;
-}
-
 /* ---- our own metrics ---- */
 
-static int write_own_metrics(Api *api, MetricsWriter *w) {
+int api_write_own_metrics(Api *api, MetricsWriter *w) {
     int r;
     char code[8];
 
@@ -306,8 +209,8 @@ static int write_own_metrics(Api *api, MetricsWriter *w) {
     if (r < 0)
         return r;
     for (size_t ri = 0; ri <= _API_ROUTE_MAX; ri++)
-        for (unsigned st = STATUS_MIN; st <= STATUS_MAX; st++) {
-            uint64_t n = api->requests[ri][st - STATUS_MIN];
+        for (unsigned st = API_STATUS_MIN; st <= API_STATUS_MAX; st++) {
+            uint64_t n = api->requests[ri][st - API_STATUS_MIN];
             if (n == 0)
                 continue;
             snprintf(code, sizeof(code), "%u", st);
@@ -355,230 +258,10 @@ static int write_own_metrics(Api *api, MetricsWriter *w) {
     return 0;
 }
 
-static enum MHD_Result serve_metrics(Api *api, struct MHD_Connection *c, ApiRequest *req) {
-    _cleanup_(metrics_writer_freep) MetricsWriter *w = NULL;
-    ApiError err = {};
-    int r = metrics_writer_new(&w);
-    if (r < 0)
-        return queue_error(c, req, &err, r, NULL);
-    if (api->ops.metrics) {
-        r = api->ops.metrics(api->userdata, w, &err);
-        if (r < 0)
-            return queue_error(c, req, &err, r, NULL);
-    }
-    r = write_own_metrics(api, w);
-    if (r < 0) {
-        /* A family name clash with the engine's is a bug; say what. */
-        if (r == -EEXIST)
-            api_error_set(&err, r, 500, "internal", "Metric family written twice");
-        return queue_error(c, req, &err, r, NULL);
-    }
-    char *text;
-    size_t len;
-    r = metrics_writer_steal(w, &text, &len);
-    if (r < 0)
-        return queue_error(c, req, &err, r, NULL);
-    return queue_text(c, req, 200, text, len, METRICS_CONTENT_TYPE, NULL, NULL);
-}
-
-/* ---- dispatch ---- */
-
-static enum MHD_Result dispatch(Api *api, struct MHD_Connection *c, ApiRequest *req) {
-    ApiError err = {};
-    json_object *o = NULL;
-    unsigned status = 200;
-    const char *location = NULL;
-    char location_buf[128];
-    int r;
-    const ApiOps *ops = &api->ops;
-    const char *param = req->route.param;
-
-#define CALL(fn, ...) (ops->fn ? ops->fn(api->userdata, __VA_ARGS__) : -EOPNOTSUPP)
-
-    switch (req->route.id) {
-    case API_ROUTE_STATUS:
-        r = CALL(status, &o, &err);
-        break;
-    case API_ROUTE_VOLUMES:
-        r = CALL(list_volumes, &o, &err);
-        break;
-    case API_ROUTE_VOLUME:
-        r = CALL(get_volume, param, &o, &err);
-        if (r == -ENOENT)
-            api_error_set(&err, r, 404, "not_found", "No volume '%s'", param);
-        break;
-    case API_ROUTE_WORKSPACES:
-        r = CALL(list_workspaces, &o, &err);
-        break;
-    case API_ROUTE_WORKSPACE:
-        r = CALL(get_workspace, param, &o, &err);
-        if (r == -ENOENT)
-            api_error_set(&err, r, 404, "not_found", "No workspace '%s'", param);
-        break;
-    case API_ROUTE_WORKSPACE_CREATE: {
-        ApiWorkspaceRequest wr = {};
-        r = api_workspace_request_parse(req->body, req->body_len, &wr, &err);
-        if (r >= 0) {
-            r = CALL(create_workspace, &wr, &o, &err);
-            if (r == -EEXIST)
-                api_error_set(&err, r, 409, "exists", "Workspace '%s' exists already", wr.id);
-            snprintf(location_buf, sizeof(location_buf), "/v1/workspaces/%s", wr.id);
-            location = location_buf;
-            status = 201;
-            api_workspace_request_done(&wr);
-        }
-        break;
-    }
-    case API_ROUTE_WORKSPACE_DELETE: {
-        bool destroy = false;
-        const char *v = MHD_lookup_connection_value(c, MHD_GET_ARGUMENT_KIND, "destroy_data");
-        if (!v && MHD_lookup_connection_value_n(c, MHD_GET_ARGUMENT_KIND, "destroy_data", 12, NULL, NULL) == MHD_YES)
-            v = ""; /* "?destroy_data" alone: ambiguous, refuse rather than guess */
-        r = api_parse_bool(v, &destroy);
-        if (r < 0) {
-            api_error_set(&err, r, 400, "bad_request", "destroy_data must be true or false");
-            break;
-        }
-        r = CALL(delete_workspace, param, destroy, &o, &err);
-        if (r == -ENOENT)
-            api_error_set(&err, r, 404, "not_found", "No workspace '%s'", param);
-        break;
-    }
-    case API_ROUTE_WORKSPACE_RESTART:
-        r = CALL(restart_workspace, param, &o, &err);
-        if (r == -ENOENT)
-            api_error_set(&err, r, 404, "not_found", "No workspace '%s'", param);
-        status = 202;
-        break;
-    case API_ROUTE_RELOAD:
-        r = CALL(reload, &o, &err);
-        break;
-    case API_ROUTE_CAPACITY:
-        r = CALL(capacity, &o, &err);
-        break;
-    case API_ROUTE_METRICS:
-        return serve_metrics(api, c, req);
-    default:
-        r = -ENOENT;
-        break;
-    }
-#undef CALL
-
-    if (r < 0) {
-        json_object_put(o);
-        return queue_error(c, req, &err, r, NULL);
-    }
-    if (!o) {
-        /* An op with nothing to say still answers an object. */
-        o = json_object_new_object();
-        if (!o)
-            return MHD_NO;
-    }
-    enum MHD_Result ok = queue_json(c, req, status, o, NULL, location);
-    json_object_put(o);
-    return ok;
-}
-
-static bool body_append(ApiRequest *req, const char *data, size_t n) {
-    if (req->body_len + n + 1 > req->body_allocated) {
-        size_t a = MAX(req->body_allocated * 2, req->body_len + n + 1);
-        char *p = realloc(req->body, a);
-        if (!p)
-            return false;
-        req->body = p;
-        req->body_allocated = a;
-    }
-    memcpy(req->body + req->body_len, data, n);
-    req->body_len += n;
-    req->body[req->body_len] = 0;
-    return true;
-}
-
 static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const char *url, const char *method,
                                   const char *version, const char *upload_data, size_t *upload_data_size,
                                   void **req_cls) {
-    Api *api = cls;
-    ApiRequest *req = *req_cls;
-
-    if (!req) {
-        /* First call: the headers are in, the body (if any) is not. Decide
-         * everything that can be decided now, so that a refused request
-         * does not get to upload its body (and no "100 Continue"). */
-        req = calloc(1, sizeof(*req));
-        if (!req)
-            return MHD_NO;
-        req->started = now_usec(CLOCK_MONOTONIC);
-        *req_cls = req;
-
-        const union MHD_ConnectionInfo *info = MHD_get_connection_info(c, MHD_CONNECTION_INFO_SOCKET_CONTEXT);
-        req->conn = info ? info->socket_context : NULL;
-
-        ApiError err = {};
-        const char *allow = NULL;
-        int r = api_route_parse(method, url, &req->route, &allow, &err);
-        if (r < 0)
-            return queue_error(c, req, &err, r, allow);
-        req->routed = true;
-
-        if (api_route_id_is_mutating(req->route.id)) {
-            ApiConn *conn = req->conn;
-            bool ok = conn && conn->peer_error >= 0 &&
-                      api_peer_may(conn->uid, conn->gid, conn->groups, conn->n_groups, api->config.group, true);
-            if (!ok) {
-                api_error_set(&err, -EPERM, 403, "forbidden",
-                              "Changes need root or membership in the API socket's group");
-                return queue_error(c, req, &err, -EPERM, NULL);
-            }
-            if (api->state != API_STATE_READY) {
-                bool stopping = api->state == API_STATE_STOPPING;
-                api_error_set(&err, -EAGAIN, 503, stopping ? "shutting_down" : "not_ready",
-                              stopping ? "The agent is shutting down" : "The agent is starting, try again shortly");
-                return queue_error(c, req, &err, -EAGAIN, NULL);
-            }
-        }
-
-        const char *cl = MHD_lookup_connection_value(c, MHD_HEADER_KIND, MHD_HTTP_HEADER_CONTENT_LENGTH);
-        if (cl) {
-            char *end;
-            errno = 0;
-            unsigned long long n = strtoull(cl, &end, 10);
-            /* MHD has validated the header's syntax already; refuse early
-             * on the announced size so a big body is never read. */
-            if (errno == 0 && *end == 0 && n > api->config.max_body) {
-                api_error_set(&err, -E2BIG, 413, "body_too_large",
-                              "Request body larger than %zu bytes", api->config.max_body);
-                return queue_error(c, req, &err, -E2BIG, NULL);
-            }
-        }
-        return MHD_YES;
-    }
-
-    if (*upload_data_size > 0) {
-        size_t n = *upload_data_size;
-        *upload_data_size = 0;
-        /* A response is queued already, or the body outgrew the limit
-         * (chunked bodies have no Content-Length): drop the bytes, answer
-         * once the body is through. */
-        if (req->responded || req->too_large)
-            return MHD_YES;
-        if (n > api->config.max_body - req->body_len) {
-            req->too_large = true;
-            free(req->body);
-            req->body = NULL;
-            req->body_len = req->body_allocated = 0;
-            return MHD_YES;
-        }
-        return body_append(req, upload_data, n) ? MHD_YES : MHD_NO;
-    }
-
-    if (req->responded)
-        return MHD_YES;
-    if (req->too_large) {
-        ApiError err = {};
-        api_error_set(&err, -E2BIG, 413, "body_too_large", "Request body larger than %zu bytes", api->config.max_body);
-        return queue_error(c, req, &err, -E2BIG, NULL);
-    }
-    return dispatch(api, c, req);
+    return api_dispatch_request(cls, c, url, method, upload_data, upload_data_size, req_cls);
 }
 
 static void on_completed(void *cls, struct MHD_Connection *c, void **req_cls, enum MHD_RequestTerminationCode toe) {
@@ -586,13 +269,7 @@ static void on_completed(void *cls, struct MHD_Connection *c, void **req_cls, en
     ApiRequest *req = *req_cls;
     if (!req)
         return;
-    if (req->status > 0)
-        count_request(api, req);
-    /* The next request on this keep-alive connection gets a fresh deadline. */
-    if (req->conn && toe == MHD_REQUEST_TERMINATED_COMPLETED_OK)
-        conn_reset_deadline(api, req->conn);
-    free(req->body);
-    free(req);
+    api_dispatch_completed(api, req, toe);
     *req_cls = NULL;
 }
 
@@ -625,6 +302,20 @@ static int on_timer(sd_event_source *s, uint64_t usec, void *userdata) {
 /* Raises the soft fd limit to the hard one: every connection is an fd,
  * and epoll (unlike select) has no FD_SETSIZE cap to respect. Returns the
  * soft limit now in force. */
+/* Streams write a newline now and then: a client that went away is only
+ * noticed when a write fails, and a suspended connection writes nothing. */
+#define API_HEARTBEAT_INTERVAL (30 * USEC_PER_SEC)
+
+static int on_heartbeat(sd_event_source *s, uint64_t usec, void *userdata) {
+    Api *api = userdata;
+    api_dispatch_heartbeat(api);
+    api_operations_expire(api, false);
+    (void) sd_event_source_set_time_relative(s, API_HEARTBEAT_INTERVAL);
+    if (api->n_streams > 0)
+        api_mhd_kick(api);
+    return 0;
+}
+
 static rlim_t raise_nofile(void) {
     struct rlimit rl;
     if (getrlimit(RLIMIT_NOFILE, &rl) < 0)
@@ -678,7 +369,14 @@ int api_new(sd_event *event, int listen_fd, const ApiServerConfig *config, const
     for (size_t i = 0; i < _API_ROUTE_MAX; i++)
         (void) metrics_histogram_init(&api->latency[i], latency_bounds, ELEMENTSOF(latency_bounds));
 
-    unsigned flags = MHD_USE_EPOLL;
+    r = api_events_new(&api->events);
+    if (r < 0)
+        goto fail;
+
+    /* Suspend/resume: a request that waits for an operation, and an event
+     * stream with nothing to send, park their connection (it implies an
+     * inter-thread channel, which is how a resume wakes the epoll fd). */
+    unsigned flags = MHD_USE_EPOLL | MHD_ALLOW_SUSPEND_RESUME;
     if (cf->log)
         flags |= MHD_USE_ERROR_LOG;
     api->mhd = MHD_start_daemon(flags, 0, NULL, NULL, on_request, api,
@@ -720,6 +418,11 @@ int api_new(sd_event *event, int listen_fd, const ApiServerConfig *config, const
         goto fail;
     (void) sd_event_source_set_description(api->deadline_timer, "api-deadline");
     (void) sd_event_source_set_enabled(api->deadline_timer, SD_EVENT_OFF);
+    r = sd_event_add_time_relative(event, &api->heartbeat_timer, CLOCK_MONOTONIC, API_HEARTBEAT_INTERVAL,
+                                   USEC_PER_SEC, on_heartbeat, api);
+    if (r < 0)
+        goto fail;
+    (void) sd_event_source_set_enabled(api->heartbeat_timer, SD_EVENT_ON);
     mhd_rearm(api);
 
     *ret = api;
@@ -733,19 +436,62 @@ fail:
 Api *api_free(Api *api) {
     if (!api)
         return NULL;
+    api->freeing = true;
+    api->state = API_STATE_STOPPING;
     api->io = sd_event_source_disable_unref(api->io);
     api->timer = sd_event_source_disable_unref(api->timer);
     api->deadline_timer = sd_event_source_disable_unref(api->deadline_timer);
-    if (api->mhd)
+    api->heartbeat_timer = sd_event_source_disable_unref(api->heartbeat_timer);
+    if (api->mhd) {
+        /* MHD must not be stopped with suspended connections. */
+        api_dispatch_resume_all(api);
+        MHD_run(api->mhd);
         MHD_stop_daemon(api->mhd); /* closes connections (notifying us) and the socket */
+    }
+    api_operations_expire(api, true);
+    api_events_free(api->events);
     sd_event_unref(api->event);
     free(api);
     return NULL;
 }
 
 void api_set_state(Api *api, ApiState state) {
-    if (api && state >= 0 && state < _API_STATE_MAX)
-        api->state = state;
+    if (!api || state < 0 || state >= _API_STATE_MAX)
+        return;
+    api->state = state;
+    /* Streams end when the agent stops: wake them to say so. */
+    if (state == API_STATE_STOPPING && api->mhd) {
+        api_dispatch_resume_all(api);
+        api_mhd_kick(api);
+    }
+}
+
+uint64_t api_event_emit(Api *api, const char *type, json_object *fields) {
+    if (!api || !api->events) {
+        json_object_put(fields);
+        return 0;
+    }
+    uint64_t seq = api_events_append(api->events, type, fields);
+    /* Wake the suspended streams: they have a line to send. */
+    bool resumed = false;
+    for (ApiRequest *r = api->streams; r; r = r->stream_next)
+        if (r->suspended) {
+            r->suspended = false;
+            MHD_resume_connection(r->mhd);
+            resumed = true;
+        }
+    if (resumed && api->mhd)
+        api_mhd_kick(api);
+    return seq;
+}
+
+int api_operation_new(Api *api, ApiRouteId kind, ApiOperation **ret) {
+    if (!api || !ret)
+        return -EINVAL;
+    int r = api_operation_create(api, kind, ret);
+    if (r >= 0)
+        api_server_operation_changed(api, *ret, false);
+    return r;
 }
 
 ApiState api_get_state(const Api *api) {

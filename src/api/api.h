@@ -13,10 +13,14 @@
  *     with a timer from MHD_get_timeout(); every callback runs on the
  *     agent's single thread.
  *   - The API never touches devices or state itself: it calls the engine
- *     through ApiOps, which the agent implements (tests use a fake engine,
- *     tests/api/api-testserver.c). Ops run synchronously on the loop, so
- *     they must be quick; slow work (mkfs, spawning) is started by the op
- *     and reported through later GETs.
+ *     through ApiOps, one handler per route, which the agent implements
+ *     (tests use a fake engine, tests/api/api-testserver.c). Handlers run
+ *     on the loop and never block: work that takes time is an operation
+ *     (api-operation.h) that the agent ends later. A request waits for its
+ *     operation (?wait, or the route's default) without blocking the loop:
+ *     its connection is suspended and resumed when the operation ends.
+ *   - GET /v1/events is a stream of NDJSON lines (api_event_emit), resumed
+ *     from ?since=N.
  */
 
 #include <stdbool.h>
@@ -33,40 +37,40 @@
 #define API_GROUP_DEFAULT "layoutd"
 #define GID_INVALID ((gid_t) -1)
 
+#include "api-operation.h"
+
 /*
- * The engine, as the API sees it. Every op returns 0 or a negative errno;
- * on failure it may fill *err (status + code + message); if it does not,
- * the API derives them from the errno (api_error_from_errno()). The JSON
- * an op returns through ret is owned by the caller (the API puts it).
- * Documented response shapes (docs/api.md) are the contract for each op.
- * An op left NULL answers 501 not_implemented.
+ * One call of a route's handler. The handler reads the route, its path
+ * parameter, the query and (for a create) the validated body, and answers:
+ *   - return <0: an error (call->error when set, else derived from the
+ *     errno; the first error set wins);
+ *   - return 0: done; call->reply is the body (NULL: {}), call->status the
+ *     status (0: the route's);
+ *   - return 1 (operation routes only): the work goes on; the handler
+ *     keeps a reference to call->operation and ends it later. call->reply
+ *     may hold a provisional body (it is what a 202 answer shows, with
+ *     the operation added).
+ */
+typedef struct ApiCall {
+    const ApiRouteSpec *route;
+    const char *param;                     /* {x} of the path, "" if none */
+    const ApiQuery *query;
+    const ApiWorkspaceRequest *workspace;  /* API_BODY_WORKSPACE */
+    ApiOperation *operation;               /* operation routes: this request's */
+    unsigned status;
+    json_object *reply;
+    ApiError error;
+} ApiCall;
+
+typedef int (*ApiHandler)(void *userdata, ApiCall *call);
+
+/*
+ * The engine, as the API sees it: a handler per route (a NULL handler
+ * answers 501 not_implemented), and the engine's metric families for
+ * GET /metrics (the API appends its own, layoutd_api_*).
  */
 typedef struct ApiOps {
-    /* GET /v1/status */
-    int (*status)(void *userdata, json_object **ret, ApiError *err);
-    /* GET /v1/volumes: {"volumes": [...]} */
-    int (*list_volumes)(void *userdata, json_object **ret, ApiError *err);
-    /* GET /v1/volumes/{name}: -ENOENT -> 404 */
-    int (*get_volume)(void *userdata, const char *name, json_object **ret, ApiError *err);
-    /* GET /v1/workspaces: {"workspaces": [...]} */
-    int (*list_workspaces)(void *userdata, json_object **ret, ApiError *err);
-    /* GET /v1/workspaces/{id}: -ENOENT -> 404 */
-    int (*get_workspace)(void *userdata, const char *id, json_object **ret, ApiError *err);
-    /* POST /v1/workspaces: the request is validated already; *ret is the
-     * new workspace (with its placement), answered 201. -EEXIST -> 409,
-     * -ENOSPC -> 507 (pool full). */
-    int (*create_workspace)(void *userdata, const ApiWorkspaceRequest *req, json_object **ret, ApiError *err);
-    /* DELETE /v1/workspaces/{id}: keeps the data unless destroy_data. */
-    int (*delete_workspace)(void *userdata, const char *id, bool destroy_data, json_object **ret, ApiError *err);
-    /* POST /v1/workspaces/{id}/restart: restarts the FUSE daemon (202). */
-    int (*restart_workspace)(void *userdata, const char *id, json_object **ret, ApiError *err);
-    /* POST /v1/reload: re-reads the layout (an invalid layout is 400 and
-     * the old one stays). */
-    int (*reload)(void *userdata, json_object **ret, ApiError *err);
-    /* GET /v1/capacity */
-    int (*capacity)(void *userdata, json_object **ret, ApiError *err);
-    /* GET /metrics: writes the engine's families; the API appends its own
-     * (layoutd_api_*). */
+    ApiHandler handlers[_API_ROUTE_MAX];
     int (*metrics)(void *userdata, MetricsWriter *w, ApiError *err);
 } ApiOps;
 
@@ -136,6 +140,18 @@ ApiState api_get_state(const Api *api);
 unsigned api_get_connection_limit(const Api *api);
 /* Connections currently open. */
 unsigned api_get_connections(const Api *api);
+
+/*
+ * Appends an event to the stream (GET /v1/events): type ("workspace.state",
+ * "volume.health", ...) and its fields (an object, taken; may be NULL).
+ * Every open stream gets it at once. Returns its sequence number (0 when
+ * it could not be recorded).
+ */
+uint64_t api_event_emit(Api *api, const char *type, json_object *fields);
+
+/* An operation that is not the answer to a request (a reload from
+ * SIGHUP, an automatic GC): visible in /v1/operations all the same. */
+int api_operation_new(Api *api, ApiRouteId kind, ApiOperation **ret);
 
 /*
  * The access decision for one peer (pure; docs/api.md "Access"): reads

@@ -5,6 +5,7 @@
 #include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <sys/stat.h>
 #include <sys/sysmacros.h>
 #include <time.h>
 
@@ -58,3 +59,40 @@ int dev_sysfs_path(dev_t devno, const char *attr, char **ret) {
     *ret = p;
     return 0;
 }
+
+#define DEFAULT_PATH "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
+
+/* mkfs and the grow tools are looked up in the caller's PATH (not the
+ * runner's fixed one) so that an operator, or a test, can choose them. */
+int dev_find_program(const char *name, char **ret) {
+    if (!name || !ret)
+        return -EINVAL;
+    if (strchr(name, '/')) {
+        if (access(name, X_OK) < 0)
+            return negative_errno();
+        char *c = strdup(name);
+        if (!c)
+            return -ENOMEM;
+        *ret = c;
+        return 0;
+    }
+    const char *path = getenv("PATH");
+    _cleanup_free_ char *copy = strdup(isempty(path) ? DEFAULT_PATH : path);
+    if (!copy)
+        return -ENOMEM;
+    char *save = NULL;
+    for (char *d = strtok_r(copy, ":", &save); d; d = strtok_r(NULL, ":", &save)) {
+        if (d[0] != '/')
+            continue; /* relative PATH entries are a trap for a root tool */
+        _cleanup_free_ char *p = NULL;
+        if (asprintf(&p, "%s/%s", d, name) < 0)
+            return -ENOMEM;
+        struct stat st;
+        if (stat(p, &st) == 0 && S_ISREG(st.st_mode) && access(p, X_OK) == 0) {
+            *ret = TAKE_PTR(p);
+            return 0;
+        }
+    }
+    return -ENOENT;
+}
+

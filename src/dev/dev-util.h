@@ -28,5 +28,10 @@ int dev_parse_u64(const char *s, uint64_t *ret);
  * Returns: -errno (e.g. -ENOENT: no such attribute), -EINVAL, 0 with *ret. */
 int dev_read_u64_file(const char *path, uint64_t *ret);
 
+/* Finds an executable in $PATH (or the default PATH when unset); a name
+ * with a slash is checked as it is. Relative PATH entries are skipped.
+ * Returns: -ENOENT, -ENOMEM, -EINVAL, 0 with *ret an absolute path. */
+int dev_find_program(const char *name, char **ret);
+
 /* "/sys/dev/block/M:m/<attr>" (attr may be NULL or ""). Returns 0 or -ENOMEM. */
 int dev_sysfs_path(dev_t devno, const char *attr, char **ret);

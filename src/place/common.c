@@ -116,7 +116,7 @@ int place_state_candidates(PlaceContext *c, PlaceCandidate **ret, size_t *ret_n)
     for (size_t i = 0; i < s->n_volumes; i++)
         if (s->volumes[i]->role == POOL_STATE && s->volumes[i]->name)
             n++;
-    _cleanup_free_ PlaceCandidate *cands = calloc(n ?: 1, sizeof(PlaceCandidate));
+    _cleanup_free_ PlaceCandidate *cands = calloc(n + c->n_extra ?: 1, sizeof(PlaceCandidate));
     _cleanup_free_ VolumeSlot *slots = calloc(n ?: 1, sizeof(VolumeSlot));
     if (!cands || !slots)
         return -ENOMEM;
@@ -161,8 +161,30 @@ int place_state_candidates(PlaceContext *c, PlaceCandidate **ret, size_t *ret_n)
         cand->free_inodes = o.free_inodes;
         cand->flags = o.flags;
     }
+
+    /* The extras: a volume being carved replaces its (not yet mounted)
+     * record entry, with the creates waiting for it counted; a refused one
+     * only takes its index. */
+    size_t total = n;
+    for (size_t i = 0; i < c->n_extra; i++) {
+        const PlaceCandidate *x = &c->extra[i];
+        const VolumeSlot *slot = n > 0 ? bsearch(x->name, slots, n, sizeof(VolumeSlot), slot_key_compare) : NULL;
+        if (slot) {
+            PlaceCandidate *cand = &cands[slot->candidate];
+            if (cand->n_workspaces == 0) {
+                cand->tenant = x->tenant;
+                cand->mixed_tenants = x->mixed_tenants;
+            } else if (x->n_workspaces > 0 && !streq_ptr(cand->tenant, x->tenant))
+                cand->mixed_tenants = true;
+            cand->n_workspaces += x->n_workspaces;
+            cand->free_bytes = x->free_bytes;
+            cand->free_inodes = x->free_inodes;
+            cand->flags = x->flags;
+        } else
+            cands[total++] = *x;
+    }
     *ret = TAKE_PTR(cands);
-    *ret_n = n;
+    *ret_n = total;
     return 0;
 }
 

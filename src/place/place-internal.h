@@ -22,18 +22,4 @@ int place_state_candidates(PlaceContext *c, PlaceCandidate **ret, size_t *ret_n)
 /* Saves c->record to c->record_path (no-op without a path). */
 int place_save(PlaceContext *c);
 
-/*
- * Opens <mount>/workspaces (creating it, mode 0755, when create is set)
- * without following symlinks at the last step, as an O_DIRECTORY fd.
- * Returns: -errno, 0.
- */
-int place_open_workspaces_dir(const char *mount, bool create, int *ret_fd);
 
-/*
- * Deletes the tree `name` below dirfd: never follows symlinks (they are
- * unlinked as entries), never crosses into another mount (-EXDEV, leaving
- * the rest), bounded depth (-ELOOP beyond PLACE_RMTREE_DEPTH_MAX).
- * A missing entry is success. Returns: -errno, 0.
- */
-#define PLACE_RMTREE_DEPTH_MAX 1024
-int place_rmtree_at(int dirfd, const char *name);

@@ -24,6 +24,7 @@ typedef enum PlaceVolumeFlags {
     PLACE_VOLUME_DEGRADED = 1U << 0,    /* e.g. VDO in recovery, errors seen */
     PLACE_VOLUME_READ_ONLY = 1U << 1,   /* mounted read-only / fs went ro */
     PLACE_VOLUME_UNAVAILABLE = 1U << 2, /* not mounted, not observed */
+    PLACE_VOLUME_CARVING = 1U << 3,     /* being carved: eligible, a create on it waits */
 } PlaceVolumeFlags;
 
 /* One volume of the pool, as the caller observed it. Strings are borrowed. */

@@ -70,6 +70,13 @@ typedef struct PlaceContext {
     void *carve_userdata;
     PlaceObserveFunc observe;      /* NULL: place_volume_observe_default */
     void *observe_userdata;
+    /* Volumes the policy must count that the record does not describe
+     * fully: being carved (flag CARVING; n_workspaces = the creates that
+     * wait for it; it replaces the record's entry of the same name), or
+     * refused by the engine and never recorded (UNAVAILABLE: its index is
+     * taken, never carved again). Strings borrowed. */
+    const PlaceCandidate *extra;
+    size_t n_extra;
 } PlaceContext;
 
 typedef struct PlaceCreateRequest {
@@ -97,6 +104,26 @@ int place_workspace_create(PlaceContext *c, const PlaceCreateRequest *req,
                            WorkspaceRecord **ret, PlaceError *error);
 
 /*
+ * The first half of place_workspace_create(): validates the request and
+ * decides (USE a volume, CARVE one, or REFUSE), creating nothing. A
+ * refusal is an error here (-ENOSPC, -EBUSY..., *error says why); for USE
+ * *ret_volume is the volume's name (owned), for CARVE *ret_carve_index.
+ * *ret_carving: the chosen volume is being carved (a CARVING extra).
+ * Returns: <0 on error or refusal, 0 with the decision.
+ */
+int place_workspace_decide(PlaceContext *c, const PlaceCreateRequest *req, PlaceAction *ret_action,
+                           char **ret_volume, unsigned *ret_carve_index, bool *ret_carving, PlaceError *error);
+
+/*
+ * The second half: creates the workspace on `volume` (which exists, is
+ * mounted and was chosen by place_workspace_decide), in the three crash-
+ * safe steps (intent, directory, active). The bound is checked again.
+ * Returns: as place_workspace_create.
+ */
+int place_workspace_create_on(PlaceContext *c, const PlaceCreateRequest *req, const char *volume,
+                              WorkspaceRecord **ret, PlaceError *error);
+
+/*
  * The decision place_workspace_create() would take now, without doing
  * anything, and the candidates it was taken on (for `layoutctl why`).
  * *ret_candidates' strings borrow from c->record; free the array with
@@ -122,6 +149,19 @@ typedef enum PlaceRemoveFlags {
  * mounted), -EXDEV (a mount inside the workspace), -errno, 0.
  */
 int place_workspace_remove(PlaceContext *c, const char *id, unsigned flags, PlaceError *error);
+
+/*
+ * For a destroy that runs elsewhere (the agent's worker): the directory
+ * that holds the workspace's data (<volume mount>/workspaces), after
+ * checking its volume is mounted. *ret_dir is owned; NULL when the record
+ * lost the volume (nothing to delete).
+ * Returns: -ENOENT (no such workspace), -EBUSY (volume not mounted), 0.
+ */
+int place_workspace_data_dir(PlaceContext *c, const char *id, char **ret_dir, PlaceError *error);
+
+/* Drops the record of a workspace whose data is destroyed. Returns
+ * -ENOENT, -errno (saving), 0. */
+int place_workspace_forget(PlaceContext *c, const char *id, PlaceError *error);
 
 /* The record of a workspace (active or kept), or NULL. */
 WorkspaceRecord *place_workspace_get(const StateRecord *s, const char *id);
@@ -173,6 +213,19 @@ void place_reconcile_report_done(PlaceReconcileReport *r);
  * Returns: <0 on error (*ret untouched), 0 with *ret filled.
  */
 int place_reconcile(PlaceContext *c, PlaceReconcileReport *ret);
+
+/*
+ * Deletes the tree `name` below dirfd: never follows symlinks (they are
+ * unlinked as entries), never crosses into another mount (-EXDEV, leaving
+ * the rest), bounded depth (-ELOOP beyond PLACE_RMTREE_DEPTH_MAX).
+ * A missing entry is success. Returns: -errno, 0.
+ */
+#define PLACE_RMTREE_DEPTH_MAX 1024
+int place_rmtree_at(int dirfd, const char *name);
+
+/* Opens <mount>/workspaces (see place_rmtree_at: the worker that destroys
+ * a workspace's data). Returns: -errno, 0 with *ret_fd. */
+int place_open_workspaces_dir(const char *mount, bool create, int *ret_fd);
 
 /* Tests only: called at named points of place_workspace_create() (e.g.
  * "after-mkdir", between creating the directory and recording it active)

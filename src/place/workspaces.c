@@ -276,17 +276,16 @@ static int make_state_dir(const char *mount, const char *id, bool may_exist, uid
     return 0;
 }
 
-int place_workspace_create(PlaceContext *c, const PlaceCreateRequest *req,
-                           WorkspaceRecord **ret, PlaceError *error) {
+int place_workspace_decide(PlaceContext *c, const PlaceCreateRequest *req, PlaceAction *ret_action,
+                           char **ret_volume, unsigned *ret_carve_index, bool *ret_carving, PlaceError *error) {
     WorkspaceRecord *kept = NULL;
     int r;
 
-    if (!c || !c->layout || !c->record || !req)
+    if (!c || !c->layout || !c->record || !req || !ret_action)
         return -EINVAL;
     r = check_request(c, req, &kept, error);
     if (r < 0)
         return r;
-
     uid_t uid;
     gid_t gid;
     r = resolve_owner(&c->layout->workspace, &uid, &gid, error);
@@ -298,26 +297,84 @@ int place_workspace_create(PlaceContext *c, const PlaceCreateRequest *req,
     size_t n = 0;
     r = place_workspace_explain(c, req, &d, &cands, &n, NULL);
     if (r < 0)
-        return place_fail(error, r, PLACE_REASON_NONE, "placing workspace '%s' failed: %s",
-                          req->id, strerror(-r));
-
-    VolumeRecord *v = NULL;
+        return place_fail(error, r, PLACE_REASON_NONE, "placing workspace '%s' failed: %s", req->id, strerror(-r));
     switch (d.action) {
     case PLACE_ACTION_REFUSE:
         return place_fail(error, place_reason_to_errno(d.reason), d.reason, "%s", d.explanation);
     case PLACE_ACTION_USE:
-        v = state_record_find_volume(c->record, cands[d.candidate].name);
-        if (!v)
-            return -EIO;
+        if (ret_volume && !(*ret_volume = strdup(cands[d.candidate].name)))
+            return -ENOMEM;
+        if (ret_carving)
+            *ret_carving = cands[d.candidate].flags & PLACE_VOLUME_CARVING;
         break;
     case PLACE_ACTION_CARVE:
-        r = carve_volume(c, d.carve_index, &v, error);
-        if (r < 0)
-            return r;
+        if (ret_carve_index)
+            *ret_carve_index = d.carve_index;
+        if (ret_carving)
+            *ret_carving = false;
         break;
     default:
         return -EINVAL;
     }
+    *ret_action = d.action;
+    return 0;
+}
+
+int place_workspace_create(PlaceContext *c, const PlaceCreateRequest *req,
+                           WorkspaceRecord **ret, PlaceError *error) {
+    _cleanup_free_ char *volume = NULL;
+    PlaceAction action;
+    unsigned index = 0;
+    int r = place_workspace_decide(c, req, &action, &volume, &index, NULL, error);
+    if (r < 0)
+        return r;
+    if (action == PLACE_ACTION_CARVE) {
+        VolumeRecord *v = NULL;
+        r = carve_volume(c, index, &v, error);
+        if (r < 0)
+            return r;
+        if (!(volume = strdup(v->name)))
+            return -ENOMEM;
+    }
+    return place_workspace_create_on(c, req, volume, ret, error);
+}
+
+int place_workspace_create_on(PlaceContext *c, const PlaceCreateRequest *req, const char *volume,
+                              WorkspaceRecord **ret, PlaceError *error) {
+    WorkspaceRecord *kept = NULL;
+    int r;
+
+    if (!c || !c->layout || !c->record || !req || !volume)
+        return -EINVAL;
+    r = check_request(c, req, &kept, error);
+    if (r < 0)
+        return r;
+    uid_t uid;
+    gid_t gid;
+    r = resolve_owner(&c->layout->workspace, &uid, &gid, error);
+    if (r < 0)
+        return r;
+    VolumeRecord *v = state_record_find_volume(c->record, volume);
+    if (!v || v->role != POOL_STATE)
+        return place_fail(error, -ENOENT, PLACE_REASON_NONE, "volume %s is not a state volume of the record", volume);
+    const Pool *pool = layout_pool(c->layout, POOL_STATE);
+    size_t n_on = state_record_count_workspaces(c->record, v->name);
+    if (pool && n_on >= pool->workspaces_per_volume && !(kept && streq_ptr(kept->volume, v->name) && kept->active))
+        return place_fail(error, -EBUSY, PLACE_REASON_AT_BOUND,
+                          "volume %s holds %zu workspaces already (workspaces_per_volume=%u)", v->name, n_on,
+                          pool->workspaces_per_volume);
+    if (kept && !streq_ptr(kept->volume, v->name))
+        return place_fail(error, -EBUSY, PLACE_REASON_NOT_STICKY,
+                          "workspace '%s' has kept data on %s, not on %s", req->id, kept->volume ?: "?", v->name);
+    PlaceVolumeObservation o = {};
+    r = place_observe(c, v, &o);
+    if (r < 0)
+        return place_fail(error, r, PLACE_REASON_NONE, "observing volume %s failed: %s", v->name, strerror(-r));
+    if (o.flags & (PLACE_VOLUME_UNAVAILABLE | PLACE_VOLUME_READ_ONLY))
+        return place_fail(error, (o.flags & PLACE_VOLUME_READ_ONLY) ? -EROFS : -EBUSY,
+                          (o.flags & PLACE_VOLUME_READ_ONLY) ? PLACE_REASON_READ_ONLY : PLACE_REASON_UNAVAILABLE,
+                          "volume %s cannot take workspace '%s' now: it is %s", v->name, req->id,
+                          (o.flags & PLACE_VOLUME_READ_ONLY) ? "read-only" : "not mounted");
 
     _cleanup_free_ char *mount = NULL, *state_dir = NULL, *mountpoint = NULL;
     r = layout_mount_path(c->layout, v->name, &mount);
@@ -485,6 +542,44 @@ int place_workspace_remove(PlaceContext *c, const char *id, unsigned flags, Plac
         return place_fail(error, r, PLACE_REASON_NONE,
                           "the data of '%s' is deleted but saving the record failed: %s", id,
                           strerror(-r));
+    return 0;
+}
+
+int place_workspace_data_dir(PlaceContext *c, const char *id, char **ret_dir, PlaceError *error) {
+    WorkspaceRecord *w = c && id ? state_record_find_workspace(c->record, id) : NULL;
+    if (!w)
+        return place_fail(error, -ENOENT, PLACE_REASON_NONE, "no workspace '%s'", id ?: "");
+    VolumeRecord *v = w->volume ? state_record_find_volume(c->record, w->volume) : NULL;
+    if (!v) {
+        *ret_dir = NULL;
+        return 0;
+    }
+    PlaceVolumeObservation o = {};
+    int r = place_observe(c, v, &o);
+    if (r < 0)
+        return place_fail(error, r, PLACE_REASON_NONE, "observing %s failed: %s", v->name, strerror(-r));
+    if (o.flags & PLACE_VOLUME_UNAVAILABLE)
+        return place_fail(error, -EBUSY, PLACE_REASON_UNAVAILABLE,
+                          "volume %s of workspace '%s' is not mounted: its data cannot be destroyed now (the "
+                          "record is kept)",
+                          v->name, id);
+    _cleanup_free_ char *mount = NULL;
+    r = layout_mount_path(c->layout, v->name, &mount);
+    if (r < 0)
+        return r;
+    if (asprintf(ret_dir, "%s/workspaces", mount) < 0)
+        return -ENOMEM;
+    return 0;
+}
+
+int place_workspace_forget(PlaceContext *c, const char *id, PlaceError *error) {
+    int r = state_record_remove_workspace(c->record, id);
+    if (r < 0)
+        return place_fail(error, r, PLACE_REASON_NONE, "no workspace '%s'", id);
+    r = place_save(c);
+    if (r < 0)
+        return place_fail(error, r, PLACE_REASON_NONE,
+                          "the data of '%s' is deleted but saving the record failed: %s", id, strerror(-r));
     return 0;
 }
 

@@ -3,38 +3,35 @@
 
 /*
  * Plan: the ordered steps that would make what is observed match the
- * layout, computed by a PURE function of (layout, record, observation).
- * Nothing here touches a device. Besides the steps that change something,
- * a plan carries REFUSE and DRIFT entries that explain what will NOT be
- * done, and why (a foreign signature, a shrink, a deleted backing file...).
- * A plan without action steps means "nothing to do".
+ * layout. This module holds the vocabulary (step kinds, the Plan, a
+ * builder, renderings) and nothing else: it is pure and knows no backend.
+ * Each backend's planner (src/backend/backend-*-plan.c) emits its steps
+ * through the builder; src/backend/backend-plan.c runs them over every
+ * volume.
  *
- * Safety rules encoded here (docs/volumes.md):
- *  - FORMAT only a blank volume whose backing file the record says this
- *    agent created, and which the record does not already call formatted;
- *  - never format over any signature, not even our own fs type with another
- *    UUID; a recorded volume whose UUID changed is refused, not "fixed";
- *  - grow, never shrink.
+ * Besides the steps that change something, a plan carries REFUSE and DRIFT
+ * entries that explain what will NOT be done, and why (a foreign
+ * signature, a shrink, a deleted backing file...). A plan without action
+ * steps means "nothing to do".
  */
 
 #include <stdbool.h>
 #include <stdint.h>
 
 #include "layout.h"
-#include "observe.h"
-#include "state.h"
 
 typedef enum PlanStepKind {
     PLAN_STEP_CREATE_FILE,  /* sparse backing file (ftruncate), recorded first */
     PLAN_STEP_CREATE_DIR,   /* dir backend: <root>/volumes/<vol> */
     PLAN_STEP_DETACH,       /* detach a buffered loop (unmounted) to re-attach with DIO */
     PLAN_STEP_ATTACH,       /* loop device, direct I/O as the pool asks */
+    PLAN_STEP_VDO_FORMAT,   /* vdoformat the (blank, ours) storage */
+    PLAN_STEP_DM_CREATE,    /* create the dm-vdo target on the storage */
     PLAN_STEP_FORMAT,       /* mkfs with our UUID and label */
     PLAN_STEP_ADOPT,        /* complete the record: our UUID found on the volume */
     PLAN_STEP_MOUNT,
-    PLAN_STEP_GROW,         /* extend the file, LOOP_SET_CAPACITY, grow the fs online */
+    PLAN_STEP_GROW,         /* extend the storage, refresh the device, grow the fs online */
     PLAN_STEP_SET_LIMITS,   /* bdi writeback limits */
-    PLAN_STEP_VDO,          /* vdo-xfs: handed to src/vdo (apply hook) */
     PLAN_STEP_REFUSE,       /* will not be done (no change) */
     PLAN_STEP_DRIFT,        /* record and reality disagree (no change) */
     _PLAN_STEP_KIND_MAX,
@@ -54,9 +51,12 @@ typedef struct PlanStep {
     PoolRole role;
     unsigned index;
     Backend backend;
-    char *path;             /* backing file (CREATE_FILE, ATTACH, GROW, FORMAT) or dir */
+    char *path;             /* backing file (CREATE_FILE, ATTACH, VDO_FORMAT,
+                               DM_CREATE, FORMAT, GROW), loop node (DETACH),
+                               or the directory (CREATE_DIR, ADOPT of dir) */
     char *mount_path;       /* MOUNT, GROW */
-    uint64_t size;          /* CREATE_FILE, GROW: the new size */
+    uint64_t size;          /* CREATE_FILE, GROW: the new size; VDO_FORMAT:
+                               the logical size */
     uint64_t old_size;      /* GROW */
     bool direct_io;         /* ATTACH */
     char *fs_type;          /* FORMAT, MOUNT, GROW, ADOPT */
@@ -72,13 +72,6 @@ typedef struct Plan {
     size_t n_steps;
 } Plan;
 
-/*
- * Computes the plan. Pure: reads its arguments only.
- * record may be NULL (= empty).
- * Returns: -ENOMEM, -EINVAL, 0 with *ret (possibly with no steps).
- */
-int plan_compute(const Layout *l, const StateRecord *record, const Observation *obs, Plan **ret);
-
 Plan *plan_free(Plan *p);
 DEFINE_TRIVIAL_CLEANUP_FUNC(Plan *, plan_free)
 
@@ -86,6 +79,11 @@ DEFINE_TRIVIAL_CLEANUP_FUNC(Plan *, plan_free)
 size_t plan_count_actions(const Plan *p);
 /* True if the plan has any REFUSE or DRIFT entry. */
 bool plan_has_problems(const Plan *p);
+/* True if the plan has a REFUSE/DRIFT entry with this reason code. */
+bool plan_has_reason(const Plan *p, const char *volume, const char *reason);
+
+/* Keeps only the steps of `volume` (in their order); frees the others. */
+void plan_keep_volume(Plan *p, const char *volume);
 
 /* JSON text: {"steps":[{"volume","kind","description",...}], "actions": N}. */
 int plan_to_json_string(const Plan *p, char **ret);
@@ -97,3 +95,41 @@ int plan_to_text(const Plan *p, char **ret);
  * "ld-<role initial><index>" when longer than the fs allows (ext4: 16,
  * xfs: 12). Returns 0 / -ENOMEM / -EINVAL. */
 int plan_volume_label(const char *fs_type, PoolRole role, unsigned index, const char *volume, char **ret);
+
+/* ---- building (for the backends' planners) ---------------------------- */
+
+/* Whom the steps are for: copied into every step emitted. */
+typedef struct PlanSubject {
+    const char *volume;
+    PoolRole role;
+    unsigned index;
+    Backend backend;
+} PlanSubject;
+
+/* A plan being built. An allocation failure sticks in `error`: every later
+ * call does nothing, and plan_builder_finish() reports it. */
+typedef struct PlanBuilder {
+    Plan *plan;
+    int error;
+} PlanBuilder;
+
+/* Starts an empty plan. Returns 0 or -ENOMEM. */
+int plan_builder_init(PlanBuilder *b);
+/* Appends an action step; the description is a format string. Returns the
+ * step to fill in its parameters (with plan_builder_set), or NULL after an
+ * error. */
+_printf_(4, 5) PlanStep *plan_builder_emit(PlanBuilder *b, const PlanSubject *s, PlanStepKind kind,
+                                           const char *fmt, ...);
+/* Appends a REFUSE or DRIFT entry with its reason code; `blocks`: the
+ * volume stays out of service (false for a note such as a refused
+ * shrink). Returns the step or NULL after an error. */
+_printf_(6, 7) PlanStep *plan_builder_refuse(PlanBuilder *b, const PlanSubject *s, PlanStepKind kind,
+                                             const char *reason, bool blocks, const char *fmt, ...);
+/* *field = strdup(value) (NULL stays NULL). */
+void plan_builder_set(PlanBuilder *b, char **field, const char *value);
+/* Hands the plan over. Returns: the sticky error (the plan is freed), or
+ * 0 with *ret. */
+int plan_builder_finish(PlanBuilder *b, Plan **ret);
+
+/* Human size ("256MiB") into a buffer of at least 32 bytes; returns buf. */
+const char *plan_format_size(char buf[static 32], uint64_t bytes);

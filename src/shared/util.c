@@ -235,3 +235,19 @@ uint64_t random_u64(void) {
      * cryptographic quality. */
     return now_usec(CLOCK_MONOTONIC) * 6364136223846793005ULL + (uint64_t) getpid();
 }
+
+int uuid_generate_v4_string(char **ret) {
+    uint8_t b[16];
+    uint64_t x = random_u64(), y = random_u64();
+    memcpy(b, &x, 8);
+    memcpy(b + 8, &y, 8);
+    b[6] = (b[6] & 0x0f) | 0x40; /* version 4 */
+    b[8] = (b[8] & 0x3f) | 0x80; /* RFC 4122 variant */
+    char *s;
+    if (asprintf(&s, "%02x%02x%02x%02x-%02x%02x-%02x%02x-%02x%02x-%02x%02x%02x%02x%02x%02x", b[0], b[1], b[2], b[3],
+                 b[4], b[5], b[6], b[7], b[8], b[9], b[10], b[11], b[12], b[13], b[14], b[15]) < 0)
+        return -ENOMEM;
+    *ret = s;
+    return 0;
+}
+

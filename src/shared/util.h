@@ -50,5 +50,8 @@ const char *format_bytes(char *buf, size_t n, uint64_t bytes);
 /* mkdir -p with mode for every created component. Returns 0 or -errno. */
 int mkdir_p(const char *path, mode_t mode);
 
+/* A random (version 4) UUID, lower case. Returns 0 or -ENOMEM. */
+int uuid_generate_v4_string(char **ret);
+
 /* Random 64-bit value from getrandom(2), for jitter. Never fails. */
 uint64_t random_u64(void);

@@ -206,6 +206,18 @@ int state_record_add_workspace(StateRecord *s, const WorkspaceRecord *w, Workspa
     return 0;
 }
 
+int state_record_put_volume(StateRecord *s, VolumeRecord *v) {
+    if (!s || !v || isempty(v->name))
+        return -EINVAL;
+    for (size_t i = 0; i < s->n_volumes; i++)
+        if (streq_ptr(s->volumes[i]->name, v->name)) {
+            volume_record_free(s->volumes[i]);
+            s->volumes[i] = v;
+            return 0;
+        }
+    return array_push((void ***) &s->volumes, &s->n_volumes, v);
+}
+
 int state_record_remove_volume(StateRecord *s, const char *name) {
     if (!s || !name)
         return -EINVAL;
@@ -262,7 +274,7 @@ static int add_str(json_object *o, const char *key, const char *s) {
     return add(o, key, json_object_new_string(s));
 }
 
-static int volume_to_json(const VolumeRecord *v, json_object **ret) {
+int volume_record_to_json(const VolumeRecord *v, json_object **ret) {
     _cleanup_json_ json_object *o = json_object_new_object();
     if (!o)
         return -ENOMEM;
@@ -327,7 +339,7 @@ int state_record_to_json_string(const StateRecord *s, char **ret) {
         return -ENOMEM;
     for (size_t i = 0; i < s->n_volumes; i++) {
         json_object *o;
-        r = volume_to_json(s->volumes[i], &o);
+        r = volume_record_to_json(s->volumes[i], &o);
         if (r < 0)
             return r;
         if (json_object_array_add(vols, o) < 0) {
@@ -423,7 +435,7 @@ static int get_str(json_object *o, const char *key, bool required, char **ret) {
     return strdup_ptr(s, ret);
 }
 
-static int volume_from_json(json_object *o, VolumeRecord **ret) {
+int volume_record_from_json(json_object *o, VolumeRecord **ret) {
     if (!json_object_is_type(o, json_type_object))
         return -EBADMSG;
     _cleanup_(volume_record_freep) VolumeRecord *v = calloc(1, sizeof(*v));
@@ -565,7 +577,7 @@ int state_record_from_json_string(const char *text, StateRecord **ret) {
             return -EBADMSG;
         for (size_t i = 0; i < json_object_array_length(vols); i++) {
             _cleanup_(volume_record_freep) VolumeRecord *v = NULL;
-            r = volume_from_json(json_object_array_get_idx(vols, i), &v);
+            r = volume_record_from_json(json_object_array_get_idx(vols, i), &v);
             if (r < 0)
                 return r;
             if (state_record_find_volume(s, v->name))

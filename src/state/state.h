@@ -102,6 +102,10 @@ WorkspaceRecord *state_record_find_workspace(const StateRecord *s, const char *i
 int state_record_add_volume(StateRecord *s, const VolumeRecord *v, VolumeRecord **ret);
 int state_record_add_workspace(StateRecord *s, const WorkspaceRecord *w, WorkspaceRecord **ret);
 
+/* Takes v (heap-allocated) into the record, replacing the entry of the
+ * same name or appending. Returns -EINVAL, -ENOMEM (v stays the caller's), 0. */
+int state_record_put_volume(StateRecord *s, VolumeRecord *v);
+
 /* Removes and frees; -ENOENT when absent. */
 int state_record_remove_volume(StateRecord *s, const char *name);
 int state_record_remove_workspace(StateRecord *s, const char *id);
@@ -111,6 +115,11 @@ size_t state_record_count_workspaces(const StateRecord *s, const char *volume);
 
 VolumeRecord *volume_record_free(VolumeRecord *v);
 WorkspaceRecord *workspace_record_free(WorkspaceRecord *w);
+/* One volume entry as JSON, as in the record file; from_json validates it
+ * as load does. Return 0, -ENOMEM, -EBADMSG. */
+struct json_object;
+int volume_record_to_json(const VolumeRecord *v, struct json_object **ret);
+int volume_record_from_json(struct json_object *o, VolumeRecord **ret);
 /* Deep copies. Return 0 or -ENOMEM. */
 int volume_record_copy(const VolumeRecord *v, VolumeRecord **ret);
 int workspace_record_copy(const WorkspaceRecord *w, WorkspaceRecord **ret);

@@ -126,6 +126,106 @@ static int create_backing_file(const char *path, uint64_t size) {
     return 0;
 }
 
+int vdo_volume_format_storage(const Pool *pool, const char *storage_node, char **ret_error) {
+    if (!pool || !pool->has_vdo || isempty(storage_node))
+        return -EINVAL;
+    VdoFormatOptions fo = { .logical_size = pool->vdo.logical_size };
+    _cleanup_free_ char *out = NULL;
+    int r = vdoformat_run(storage_node, &fo, NULL, &out);
+    if (r == -ENOENT)
+        return set_error(ret_error, "vdoformat not found: install the 'vdo' package"), r;
+    if (r == -EPROTONOSUPPORT)
+        return set_error(ret_error, "vdoformat is too old for the dm-vdo target (need 8.x)"), r;
+    if (r < 0)
+        return set_error(ret_error, "vdoformat %s failed: %s", storage_node, out ?: strerror(-r)), r;
+    return 0;
+}
+
+/* The dm-vdo target on info->storage_node (its size in info). */
+static int create_target(const Pool *pool, VdoVolumeInfo *info, char **ret_error) {
+    VdoTable t = {};
+    int r = vdo_table_from_pool(pool, info->storage_node, info->storage_size, logical_block_size(info->storage_node),
+                                &t);
+    if (r < 0)
+        return set_error(ret_error, "invalid vdo settings for %s", info->dm_name), r;
+
+    _cleanup_free_ char *err = NULL;
+    r = vdo_dm_create(info->dm_name, &t, &info->dm_node, &info->devno, &err);
+    if (r == -EIO)
+        /* The kernel's message is in dmesg only; the usual cause: */
+        return set_error(ret_error,
+                         "%s (if the backing storage was resized while the volume was down, its size no longer "
+                         "matches the VDO super block; see dmesg)",
+                         err ?: "cannot create the vdo target"),
+               r;
+    if (r < 0)
+        return set_error(ret_error, "%s", err ?: strerror(-r)), r;
+    info->created = true;
+    return 0;
+}
+
+int vdo_volume_create(const Pool *pool, const char *volume_name, const char *storage_node, VdoVolumeInfo *ret,
+                      char **ret_error) {
+    if (!pool || !ret || !pool->has_vdo || isempty(storage_node))
+        return -EINVAL;
+    VdoVolumeInfo info = {};
+    _cleanup_free_ char *why = NULL;
+    int r = vdo_volume_dm_name(volume_name, &info.dm_name);
+    if (r < 0)
+        return set_error(ret_error, "invalid volume name '%s'", volume_name), r;
+    r = vdo_dm_check_support(NULL, &why);
+    if (r < 0) {
+        set_error(ret_error, "%s", why ?: VDO_DM_UNSUPPORTED_MESSAGE);
+        goto fail;
+    }
+    if (!(info.storage_node = strdup(storage_node))) {
+        r = -ENOMEM;
+        goto fail;
+    }
+    r = block_device_size(storage_node, &info.storage_size);
+    if (r < 0) {
+        set_error(ret_error, "cannot read the size of %s: %s", storage_node, strerror(-r));
+        goto fail;
+    }
+    info.logical_size = pool->vdo.logical_size;
+    dev_t devno;
+    if (vdo_dm_get_devno(info.dm_name, &devno) >= 0) {
+        info.devno = devno;
+        if (asprintf(&info.dm_node, "/dev/mapper/%s", info.dm_name) < 0) {
+            r = -ENOMEM;
+            goto fail;
+        }
+    } else {
+        r = create_target(pool, &info, ret_error);
+        if (r < 0)
+            goto fail;
+    }
+    *ret = info;
+    return 0;
+fail:
+    vdo_volume_info_done(&info);
+    return r;
+}
+
+int vdo_volume_dm_node(const char *volume_name, char **ret_node, dev_t *ret_devno) {
+    _cleanup_free_ char *name = NULL, *node = NULL;
+    struct stat st;
+    int r = vdo_volume_dm_name(volume_name, &name);
+    if (r < 0)
+        return r;
+    if (asprintf(&node, "/dev/mapper/%s", name) < 0)
+        return -ENOMEM;
+    if (stat(node, &st) < 0)
+        return negative_errno();
+    if (!S_ISBLK(st.st_mode))
+        return -ENOTBLK;
+    if (ret_devno)
+        *ret_devno = st.st_rdev;
+    if (ret_node)
+        *ret_node = TAKE_PTR(node);
+    return 0;
+}
+
 static int up_locked(const Pool *pool, const char *volume_name, const char *backing_path,
                      const VdoVolumeUpOptions *opts, VdoSetup *undo, VdoVolumeInfo *info, char **ret_error) {
     int r;
@@ -226,37 +326,18 @@ static int up_locked(const Pool *pool, const char *volume_name, const char *back
             return set_error(ret_error,
                              "%s is blank but this agent did not create it: not formatting it", info->storage_node),
                    -EEXIST;
-        VdoFormatOptions fo = { .logical_size = pool->vdo.logical_size };
-        _cleanup_free_ char *out = NULL;
-        r = vdoformat_run(info->storage_node, &fo, NULL, &out);
-        if (r == -ENOENT)
-            return set_error(ret_error, "vdoformat not found: install the 'vdo' package"), r;
-        if (r == -EPROTONOSUPPORT)
-            return set_error(ret_error, "vdoformat is too old for the dm-vdo target (need 8.x)"), r;
+        r = vdo_volume_format_storage(pool, info->storage_node, ret_error);
         if (r < 0)
-            return set_error(ret_error, "vdoformat %s failed: %s", info->storage_node, out ?: strerror(-r)), r;
+            return r;
         info->formatted = true;
     } else if (!is_vdo)
         return set_error(ret_error, "%s holds a %s signature: not formatting over it", info->storage_node,
                          type ?: "unknown"),
                -EEXIST;
 
-    VdoTable t = {};
-    r = vdo_table_from_pool(pool, info->storage_node, info->storage_size, logical_block_size(info->storage_node), &t);
+    r = create_target(pool, info, ret_error);
     if (r < 0)
-        return set_error(ret_error, "invalid vdo settings for %s", volume_name), r;
-
-    _cleanup_free_ char *err = NULL;
-    r = vdo_dm_create(info->dm_name, &t, &info->dm_node, &info->devno, &err);
-    if (r == -EIO)
-        /* The kernel's message is in dmesg only; the usual cause: */
-        return set_error(ret_error,
-                         "%s (if the backing storage was resized while the volume was down, its size no longer "
-                         "matches the VDO super block; see dmesg)",
-                         err ?: "cannot create the vdo target"),
-               r;
-    if (r < 0)
-        return set_error(ret_error, "%s", err ?: strerror(-r)), r;
+        return r;
     undo->dm_name = strdup(info->dm_name);
     if (!undo->dm_name)
         return -ENOMEM;

@@ -61,6 +61,24 @@ int vdo_volume_dm_name(const char *volume_name, char **ret);
 int vdo_volume_up(const Pool *pool, const char *volume_name, const char *backing_path,
                   const VdoVolumeUpOptions *opts, VdoVolumeInfo *ret, char **ret_error);
 
+/* vdoformat of the storage (which the caller checked: blank, ours), for
+ * the pool's logical size. Returns: -ENOENT (no vdoformat), -errno, 0. */
+int vdo_volume_format_storage(const Pool *pool, const char *storage_node, char **ret_error);
+
+/*
+ * The dm-vdo target /dev/mapper/layoutd-<volume> on storage_node (which
+ * holds a VDO super block), or the one that is up already (then
+ * ret->created is false). ret->dm_node, devno, storage_size are set.
+ * Returns: -EOPNOTSUPP (no dm-vdo in the kernel), -EIO (the kernel refused
+ * the table), -errno, 0 with *ret.
+ */
+int vdo_volume_create(const Pool *pool, const char *volume_name, const char *storage_node, VdoVolumeInfo *ret,
+                      char **ret_error);
+
+/* The dm node of the volume's target and its devno when it exists (a stat,
+ * no device-mapper call). Returns: -ENOENT, -ENOTBLK, -errno, 0. */
+int vdo_volume_dm_node(const char *volume_name, char **ret_node, dev_t *ret_devno);
+
 /*
  * Takes the block layer down: removes the dm target (the filesystem must be
  * unmounted first), then detaches the loop device of backing_path (when it

@@ -58,6 +58,7 @@ typedef struct FakeEngine {
     unsigned reloads;
     pid_t next_pid;
     usec_t started;
+    sd_event *event;
 } FakeEngine;
 
 static const double probe_bounds[] = { 0.001, 0.01, 0.1 };
@@ -132,7 +133,7 @@ static json_object *workspace_json(FakeEngine *e, FakeWorkspace *w) {
     return o;
 }
 
-static int fake_status(void *ud, json_object **ret, ApiError *err) {
+static int fake_status(void *ud, ApiCall *call) {
     FakeEngine *e = ud;
     json_object *o = json_object_new_object(), *l = json_object_new_object(),
                 *v = json_object_new_object(), *w = json_object_new_object();
@@ -152,45 +153,45 @@ static int fake_status(void *ud, json_object **ret, ApiError *err) {
     json_object_object_add(w, "failed", json_object_new_int(0));
     json_object_object_add(o, "workspaces", w);
     json_object_object_add(o, "problems", json_object_new_array());
-    *ret = o;
+    call->reply = o;
     return 0;
 }
 
-static int fake_list_volumes(void *ud, json_object **ret, ApiError *err) {
+static int fake_list_volumes(void *ud, ApiCall *call) {
     FakeEngine *e = ud;
     json_object *o = json_object_new_object(), *a = json_object_new_array();
     for (size_t i = 0; i < ELEMENTSOF(e->volumes); i++)
         json_object_array_add(a, volume_json(e, &e->volumes[i]));
     json_object_object_add(o, "volumes", a);
-    *ret = o;
+    call->reply = o;
     return 0;
 }
 
-static int fake_get_volume(void *ud, const char *name, json_object **ret, ApiError *err) {
+static int fake_get_volume(void *ud, ApiCall *call) {
     FakeEngine *e = ud;
-    FakeVolume *v = fake_volume(e, name);
+    FakeVolume *v = fake_volume(e, call->param);
     if (!v)
         return -ENOENT;
-    *ret = volume_json(e, v);
+    call->reply = volume_json(e, v);
     return 0;
 }
 
-static int fake_list_workspaces(void *ud, json_object **ret, ApiError *err) {
+static int fake_list_workspaces(void *ud, ApiCall *call) {
     FakeEngine *e = ud;
     json_object *o = json_object_new_object(), *a = json_object_new_array();
     for (size_t i = 0; i < e->n_workspaces; i++)
         json_object_array_add(a, workspace_json(e, e->workspaces[i]));
     json_object_object_add(o, "workspaces", a);
-    *ret = o;
+    call->reply = o;
     return 0;
 }
 
-static int fake_get_workspace(void *ud, const char *id, json_object **ret, ApiError *err) {
+static int fake_get_workspace(void *ud, ApiCall *call) {
     FakeEngine *e = ud;
-    FakeWorkspace *w = fake_find(e, id, NULL);
+    FakeWorkspace *w = fake_find(e, call->param, NULL);
     if (!w)
         return -ENOENT;
-    *ret = workspace_json(e, w);
+    call->reply = workspace_json(e, w);
     return 0;
 }
 
@@ -231,18 +232,21 @@ static int fake_add(FakeEngine *e, const char *id, const char *tenant, uint64_t 
     return 0;
 }
 
-static int fake_create_workspace(void *ud, const ApiWorkspaceRequest *req, json_object **ret, ApiError *err) {
+static int fake_create_workspace(void *ud, ApiCall *call) {
     FakeEngine *e = ud;
     FakeWorkspace *w;
-    int r = fake_add(e, req->id, req->tenant, req->quota, req->labels, &w, err);
+    const ApiWorkspaceRequest *req = call->workspace;
+    int r = fake_add(e, req->id, req->tenant, req->quota, req->labels, &w, &call->error);
     if (r < 0)
         return r;
-    *ret = workspace_json(e, w);
+    call->reply = workspace_json(e, w);
     return 0;
 }
 
-static int fake_delete_workspace(void *ud, const char *id, bool destroy_data, json_object **ret, ApiError *err) {
+static int fake_delete_workspace(void *ud, ApiCall *call) {
     FakeEngine *e = ud;
+    const char *id = call->param;
+    bool destroy_data = call->query->destroy_data;
     size_t i;
     FakeWorkspace *w = fake_find(e, id, &i);
     if (!w)
@@ -258,12 +262,23 @@ static int fake_delete_workspace(void *ud, const char *id, bool destroy_data, js
     free(w->tenant);
     json_object_put(w->labels);
     free(w);
-    *ret = o;
+    call->reply = o;
     return 0;
 }
 
-static int fake_restart_workspace(void *ud, const char *id, json_object **ret, ApiError *err) {
+/* The fake daemon is "back" a moment after a restart: the operation ends
+ * then, as the agent's does when the daemon's mount appears. */
+static int on_restart_done(sd_event_source *s, uint64_t usec, void *userdata) {
+    ApiOperation *op = userdata;
+    api_operation_succeed(op, 200, json_object_new_object());
+    api_operation_unref(op);
+    sd_event_source_disable_unref(s);
+    return 0;
+}
+
+static int fake_restart_workspace(void *ud, ApiCall *call) {
     FakeEngine *e = ud;
+    const char *id = call->param;
     FakeWorkspace *w = fake_find(e, id, NULL);
     if (!w)
         return -ENOENT;
@@ -272,22 +287,25 @@ static int fake_restart_workspace(void *ud, const char *id, json_object **ret, A
     json_object *o = json_object_new_object();
     json_object_object_add(o, "id", json_object_new_string(id));
     json_object_object_add(o, "restarting", json_object_new_boolean(true));
-    *ret = o;
-    return 0;
+    call->reply = o;
+    if (sd_event_add_time_relative(e->event, NULL, CLOCK_MONOTONIC, 100 * USEC_PER_MSEC, 0, on_restart_done,
+                                   api_operation_ref(call->operation)) < 0)
+        api_operation_succeed(call->operation, 200, NULL);
+    return 1;
 }
 
-static int fake_reload(void *ud, json_object **ret, ApiError *err) {
+static int fake_reload(void *ud, ApiCall *call) {
     FakeEngine *e = ud;
     e->reloads++;
     json_object *o = json_object_new_object();
     json_object_object_add(o, "reloaded", json_object_new_boolean(true));
     json_object_object_add(o, "changed", json_object_new_boolean(false));
     json_object_object_add(o, "layout_hash", json_object_new_string("0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef"));
-    *ret = o;
+    call->reply = o;
     return 0;
 }
 
-static int fake_capacity(void *ud, json_object **ret, ApiError *err) {
+static int fake_capacity(void *ud, ApiCall *call) {
     FakeEngine *e = ud;
     json_object *o = json_object_new_object(), *pools = json_object_new_array();
     unsigned free_total = 0;
@@ -323,7 +341,7 @@ static int fake_capacity(void *ud, json_object **ret, ApiError *err) {
     }
     json_object_object_add(o, "pools", pools);
     json_object_object_add(o, "workspace_slots_free", json_object_new_int((int) free_total));
-    *ret = o;
+    call->reply = o;
     return 0;
 }
 
@@ -371,16 +389,18 @@ static int fake_metrics(void *ud, MetricsWriter *w, ApiError *err) {
 }
 
 static const ApiOps fake_ops = {
-    .status = fake_status,
-    .list_volumes = fake_list_volumes,
-    .get_volume = fake_get_volume,
-    .list_workspaces = fake_list_workspaces,
-    .get_workspace = fake_get_workspace,
-    .create_workspace = fake_create_workspace,
-    .delete_workspace = fake_delete_workspace,
-    .restart_workspace = fake_restart_workspace,
-    .reload = fake_reload,
-    .capacity = fake_capacity,
+    .handlers = {
+        [API_ROUTE_STATUS] = fake_status,
+        [API_ROUTE_VOLUMES] = fake_list_volumes,
+        [API_ROUTE_VOLUME] = fake_get_volume,
+        [API_ROUTE_WORKSPACES] = fake_list_workspaces,
+        [API_ROUTE_WORKSPACE] = fake_get_workspace,
+        [API_ROUTE_WORKSPACE_CREATE] = fake_create_workspace,
+        [API_ROUTE_WORKSPACE_DELETE] = fake_delete_workspace,
+        [API_ROUTE_WORKSPACE_RESTART] = fake_restart_workspace,
+        [API_ROUTE_RELOAD] = fake_reload,
+        [API_ROUTE_CAPACITY] = fake_capacity,
+    },
     .metrics = fake_metrics,
 };
 
@@ -482,6 +502,7 @@ int main(int argc, char *argv[]) {
 
     sd_event *event = NULL;
     r = sd_event_default(&event);
+    e.event = event;
     if (r < 0) {
         fprintf(stderr, "sd_event_default: %s\n", strerror(-r));
         return 1;

@@ -30,17 +30,35 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     }
     ApiRoute r;
     ApiError err = {};
-    const char *allow = NULL;
-    int rr = api_route_parse(method, path, &r, &allow, &err);
+    int rr = api_route_parse(method, path, &r, &err);
     if (rr == 0) {
         /* Invariants: a routed parameter is a valid name. */
         if (r.param[0] && !layout_name_is_valid(r.param, API_ID_MAX))
             __builtin_trap();
         if (!api_route_id_to_string(r.id))
             __builtin_trap();
+        /* The query: each "k=v" after '?' against the route's table row;
+         * a refusal is always a 400 with a message. */
+        const char *q = strchr(path, '?');
+        ApiQuery query = {};
+        char arg[256];
+        while (q && *q) {
+            q++;
+            size_t n = strcspn(q, "&");
+            snprintf(arg, sizeof arg, "%.*s", (int) MIN(n, sizeof arg - 1), q);
+            char *eq = strchr(arg, '=');
+            if (eq)
+                *eq++ = 0;
+            ApiError qe = {};
+            if (api_query_parse(api_route_spec(r.id), arg, eq, &query, &qe) < 0 && (qe.status != 400 || !qe.message[0]))
+                __builtin_trap();
+            q += n;
+        }
+        if (query.has_wait && query.wait > API_WAIT_MAX_SEC * USEC_PER_SEC)
+            __builtin_trap();
     } else if (err.status != 404 && err.status != 405 && err.status != 400)
         __builtin_trap();
-    else if (err.status == 405 && !allow)
+    else if (err.status == 405 && !r.allow[0])
         __builtin_trap();
 
     const char *body = nl ? nl + 1 : "";

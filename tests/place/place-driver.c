@@ -18,68 +18,34 @@
  */
 #include <stdio.h>
 
-#include "apply.h"
-#include "observe.h"
+#include "engine.h"
 #include "place.h"
-#include "plan.h"
 #include "util.h"
 
 typedef struct Driver {
-    Layout *layout;
-    StateRecord *record;
-    char *record_path;
+    Engine *engine;
+    Layout *layout;        /* the engine's */
+    StateRecord *record;   /* the engine's */
 } Driver;
 
-/* Applies the plan of `l` (only the steps of `only`, if set). */
-static int apply_layout(Driver *d, const Layout *l, const char *only) {
-    _cleanup_(observation_freep) Observation *obs = NULL;
-    _cleanup_(plan_freep) Plan *plan = NULL;
-    _cleanup_(apply_result_freep) ApplyResult *res = NULL;
-    int r = observe_volumes(l, d->record, &obs);
-    if (r < 0)
-        return r;
-    r = plan_compute(l, d->record, obs, &plan);
-    if (r < 0)
-        return r;
-    size_t all = plan->n_steps, k = 0;
-    if (only) {
-        for (size_t i = 0; i < plan->n_steps; i++)
-            if (streq(plan->steps[i].volume, only)) {
-                PlanStep t = plan->steps[k];
-                plan->steps[k++] = plan->steps[i];
-                plan->steps[i] = t;
-            }
-        plan->n_steps = k;
-    }
-    r = apply_plan(l, plan, only ? NULL : obs, d->record, d->record_path, &res);
-    plan->n_steps = all;
-    if (r < 0)
-        return r;
-    if (!apply_result_ok(res)) {
+static int report(int r, ApplyResult *res) {
+    if (r >= 0 && !apply_result_ok(res)) {
         _cleanup_free_ char *text = NULL;
         if (apply_result_to_text(res, &text) >= 0)
             fprintf(stderr, "%s", text);
-        return -EIO;
+        r = -EIO;
     }
-    return 0;
+    apply_result_free(res);
+    return r;
 }
 
+/* The engine's carve, as the agent's worker runs it. */
 static int carve(void *userdata, PoolRole role, unsigned index, char **ret) {
     Driver *d = userdata;
-    _cleanup_free_ char *name = NULL;
-    if (role != POOL_STATE)
-        return -EOPNOTSUPP;
-    Layout variant = *d->layout;
-    variant.pools[role].min_volumes = MAX(variant.pools[role].min_volumes, index + 1);
-    int r = layout_volume_name(role, index, &name);
-    if (r < 0)
-        return r;
-    fprintf(stderr, "place-driver: carving %s\n", name);
-    r = apply_layout(d, &variant, name);
-    if (r < 0)
-        return r;
-    *ret = TAKE_PTR(name);
-    return 0;
+    ApplyResult *res = NULL;
+    fprintf(stderr, "place-driver: carving %s-%u\n", pool_role_to_string(role), index);
+    int r = engine_carve(d->engine, role, index, &res, ret);
+    return report(r, res);
 }
 
 static int usage(void) {
@@ -90,32 +56,23 @@ static int usage(void) {
 
 int main(int argc, char **argv) {
     Driver d = {};
-    LayoutErrors errors = {};
     int r;
 
     if (argc < 3)
         return usage();
-    r = layout_parse_file(argv[1], &d.layout, &errors);
+    EngineOptions eo = { .layout_path = argv[1], .lock = true, .create_root = true };
+    _cleanup_free_ char *error = NULL;
+    r = engine_open(&eo, &d.engine, &error);
     if (r < 0) {
-        for (size_t i = 0; i < errors.n; i++)
-            fprintf(stderr, "%s:%u:%u: %s\n", errors.items[i].file, errors.items[i].line,
-                    errors.items[i].column, errors.items[i].message);
-        layout_errors_clear(&errors);
+        fprintf(stderr, "place-driver: %s\n", error ?: strerror(-r));
         return 1;
     }
-    r = layout_record_path(d.layout, &d.record_path);
-    if (r >= 0)
-        r = mkdir_p(d.layout->root, 0755);
-    if (r >= 0)
-        r = state_record_load(d.record_path, &d.record);
-    if (r < 0) {
-        fprintf(stderr, "place-driver: loading the record: %s\n", strerror(-r));
-        return 1;
-    }
+    d.layout = d.engine->layout;
+    d.record = d.engine->record;
     PlaceContext ctx = {
         .layout = d.layout,
         .record = d.record,
-        .record_path = d.record_path,
+        .record_path = d.engine->record_path,
         .carve = carve,
         .carve_userdata = &d,
     };
@@ -123,7 +80,8 @@ int main(int argc, char **argv) {
     int ret = 0;
 
     if (streq(cmd, "apply")) {
-        r = apply_layout(&d, d.layout, NULL);
+        ApplyResult *res = NULL;
+        r = report(engine_apply(d.engine, NULL, &res), res);
         if (r < 0) {
             fprintf(stderr, "place-driver: apply: %s\n", strerror(-r));
             ret = 1;
@@ -202,7 +160,6 @@ int main(int argc, char **argv) {
                    rep.items[i].volume ?: "-", rep.items[i].name ?: "-");
         place_reconcile_report_done(&rep);
     } else if (streq(cmd, "teardown")) {
-        _cleanup_(observation_freep) Observation *obs = NULL;
         _cleanup_(apply_result_freep) ApplyResult *res = NULL;
         TeardownOptions opts = { .destroy_data = true, .lazy = true };
         /* The volumes engine refuses to tear down volumes that hold
@@ -218,9 +175,7 @@ int main(int argc, char **argv) {
             }
         }
         if (r >= 0)
-            r = observe_volumes(d.layout, d.record, &obs);
-        if (r >= 0)
-            r = apply_teardown(d.layout, obs, d.record, d.record_path, &opts, &res);
+            r = engine_teardown(d.engine, &opts, &res);
         if (r >= 0 && !apply_result_ok(res)) {
             _cleanup_free_ char *text = NULL;
             if (apply_result_to_text(res, &text) >= 0)
@@ -233,8 +188,6 @@ int main(int argc, char **argv) {
     } else
         ret = usage();
 
-    state_record_free(d.record);
-    layout_free(d.layout);
-    free(d.record_path);
+    engine_free(d.engine);
     return ret;
 }

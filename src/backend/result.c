@@ -4,7 +4,7 @@
 #include <stdarg.h>
 #include <stdio.h>
 
-#include "apply-internal.h"
+#include "result.h"
 #include "string-table.h"
 #include "util.h"
 
@@ -17,20 +17,13 @@ static const char *const apply_outcome_table[_APPLY_OUTCOME_MAX] = {
 
 DEFINE_STRING_TABLE_LOOKUP(apply_outcome, ApplyOutcome);
 
+static void volume_result_done(ApplyVolumeResult *v);
+
 ApplyResult *apply_result_free(ApplyResult *r) {
     if (!r)
         return NULL;
-    for (size_t i = 0; i < r->n_volumes; i++) {
-        ApplyVolumeResult *v = &r->volumes[i];
-        free(v->volume);
-        free(v->message);
-        strv_free(v->notes);
-        for (size_t j = 0; j < v->n_steps; j++) {
-            free(v->steps[j].description);
-            free(v->steps[j].message);
-        }
-        free(v->steps);
-    }
+    for (size_t i = 0; i < r->n_volumes; i++)
+        volume_result_done(&r->volumes[i]);
     free(r->volumes);
     free(r);
     return NULL;
@@ -41,6 +34,59 @@ bool apply_result_ok(const ApplyResult *r) {
         if (r->volumes[i].outcome == APPLY_OUTCOME_FAILED || r->volumes[i].outcome == APPLY_OUTCOME_REFUSED)
             return false;
     return true;
+}
+
+int apply_result_new(ApplyResult **ret) {
+    ApplyResult *r = calloc(1, sizeof(*r));
+    if (!r)
+        return -ENOMEM;
+    *ret = r;
+    return 0;
+}
+
+const ApplyVolumeResult *apply_result_find(const ApplyResult *r, const char *volume) {
+    for (size_t i = 0; r && volume && i < r->n_volumes; i++)
+        if (streq(r->volumes[i].volume, volume))
+            return &r->volumes[i];
+    return NULL;
+}
+
+static void volume_result_done(ApplyVolumeResult *v) {
+    free(v->volume);
+    free(v->message);
+    free(v->reason);
+    strv_free(v->notes);
+    for (size_t j = 0; j < v->n_steps; j++) {
+        free(v->steps[j].description);
+        free(v->steps[j].message);
+    }
+    free(v->steps);
+    *v = (ApplyVolumeResult) {};
+}
+
+int apply_result_merge(ApplyResult *r, ApplyResult **from) {
+    ApplyResult *f = *from;
+    if (!f)
+        return 0;
+    for (size_t i = 0; i < f->n_volumes; i++) {
+        ApplyVolumeResult *v = &f->volumes[i];
+        size_t j;
+        for (j = 0; j < r->n_volumes; j++)
+            if (streq(r->volumes[j].volume, v->volume))
+                break;
+        if (j == r->n_volumes) {
+            ApplyVolumeResult *t = realloc(r->volumes, sizeof(*t) * (r->n_volumes + 1));
+            if (!t)
+                return -ENOMEM;
+            r->volumes = t;
+            r->n_volumes++;
+        } else
+            volume_result_done(&r->volumes[j]);
+        r->volumes[j] = *v;
+        *v = (ApplyVolumeResult) {};
+    }
+    *from = apply_result_free(f);
+    return 0;
 }
 
 ApplyVolumeResult *apply_result_add_volume(ApplyResult *r, const char *name) {
@@ -104,13 +150,7 @@ void apply_step_result_message(ApplyStepResult *s, const char *fmt, ...) {
     va_end(ap);
 }
 
-int apply_save_record(StateRecord *record, const char *record_path) {
-    if (!record_path)
-        return 0; /* tests may run without persistence */
-    return state_record_save(record, record_path);
-}
-
-int apply_result_to_json_string(const ApplyResult *r, char **ret) {
+int apply_result_to_json(const ApplyResult *r, json_object **ret) {
     if (!r || !ret)
         return -EINVAL;
     json_object *root = json_object_new_object(), *arr = json_object_new_array();
@@ -126,6 +166,7 @@ int apply_result_to_json_string(const ApplyResult *r, char **ret) {
         json_object_object_add(o, "outcome", json_object_new_string(apply_outcome_to_string(v->outcome)));
         json_object_object_add(o, "error", json_object_new_int(v->error));
         json_object_object_add(o, "message", v->message ? json_object_new_string(v->message) : NULL);
+        json_object_object_add(o, "reason", v->reason ? json_object_new_string(v->reason) : NULL);
         json_object_object_add(o, "rolled_back", json_object_new_boolean(v->rolled_back));
         for (char **n = v->notes; n && *n; n++)
             json_object_array_add(notes, json_object_new_string(*n));
@@ -145,6 +186,86 @@ int apply_result_to_json_string(const ApplyResult *r, char **ret) {
     }
     json_object_object_add(root, "ok", json_object_new_boolean(apply_result_ok(r)));
     json_object_object_add(root, "volumes", arr);
+    *ret = root;
+    return 0;
+}
+
+static const char *jget_str(json_object *o, const char *k) {
+    json_object *v;
+    return json_object_object_get_ex(o, k, &v) && json_object_is_type(v, json_type_string) ? json_object_get_string(v)
+                                                                                            : NULL;
+}
+
+static int jget_int(json_object *o, const char *k) {
+    json_object *v;
+    return json_object_object_get_ex(o, k, &v) ? json_object_get_int(v) : 0;
+}
+
+static bool jget_bool(json_object *o, const char *k) {
+    json_object *v;
+    return json_object_object_get_ex(o, k, &v) && json_object_get_boolean(v);
+}
+
+static int dup_opt(const char *s, char **ret) {
+    *ret = NULL;
+    if (s && !(*ret = strdup(s)))
+        return -ENOMEM;
+    return 0;
+}
+
+int apply_result_from_json(json_object *j, ApplyResult **ret) {
+    json_object *arr;
+    if (!j || !json_object_object_get_ex(j, "volumes", &arr) || !json_object_is_type(arr, json_type_array))
+        return -EBADMSG;
+    _cleanup_(apply_result_freep) ApplyResult *r = NULL;
+    int k = apply_result_new(&r);
+    if (k < 0)
+        return k;
+    for (size_t i = 0; i < json_object_array_length(arr); i++) {
+        json_object *o = json_object_array_get_idx(arr, i), *steps, *notes;
+        const char *name = jget_str(o, "volume");
+        ApplyOutcome outcome = apply_outcome_from_string(jget_str(o, "outcome"));
+        if (!name || outcome < 0)
+            return -EBADMSG;
+        ApplyVolumeResult *v = apply_result_add_volume(r, name);
+        if (!v)
+            return -ENOMEM;
+        v->outcome = outcome;
+        v->error = jget_int(o, "error");
+        v->rolled_back = jget_bool(o, "rolled_back");
+        if (dup_opt(jget_str(o, "message"), &v->message) < 0 || dup_opt(jget_str(o, "reason"), &v->reason) < 0)
+            return -ENOMEM;
+        if (json_object_object_get_ex(o, "notes", &notes) && json_object_is_type(notes, json_type_array))
+            for (size_t n = 0; n < json_object_array_length(notes); n++) {
+                const char *t = json_object_get_string(json_object_array_get_idx(notes, n));
+                if (t && strv_extend(&v->notes, t) < 0)
+                    return -ENOMEM;
+            }
+        if (!json_object_object_get_ex(o, "steps", &steps) || !json_object_is_type(steps, json_type_array))
+            continue;
+        for (size_t n = 0; n < json_object_array_length(steps); n++) {
+            json_object *so = json_object_array_get_idx(steps, n);
+            PlanStepKind kind = plan_step_kind_from_string(jget_str(so, "kind"));
+            if (kind < 0)
+                return -EBADMSG;
+            ApplyStepResult *s = apply_volume_result_add_step(v, kind, jget_str(so, "description"));
+            if (!s)
+                return -ENOMEM;
+            s->changed = jget_bool(so, "changed");
+            s->error = jget_int(so, "error");
+            if (dup_opt(jget_str(so, "message"), &s->message) < 0)
+                return -ENOMEM;
+        }
+    }
+    *ret = TAKE_PTR(r);
+    return 0;
+}
+
+int apply_result_to_json_string(const ApplyResult *r, char **ret) {
+    json_object *root = NULL;
+    int k = apply_result_to_json(r, &root);
+    if (k < 0)
+        return k;
     const char *t = json_object_to_json_string_ext(root, JSON_C_TO_STRING_PRETTY | JSON_C_TO_STRING_SPACED |
                                                               JSON_C_TO_STRING_NOSLASHESCAPE);
     char *c = t ? strdup(t) : NULL;

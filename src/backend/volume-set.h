@@ -36,8 +36,3 @@ typedef struct VolumeSpecList {
  * Returns: -ENOMEM, -EINVAL, 0. */
 int volume_spec_list_compute(const Layout *l, const StateRecord *record, VolumeSpecList *ret);
 void volume_spec_list_done(VolumeSpecList *list);
-
-/* The filesystem type a backend makes: "ext4", "xfs" (vdo-xfs too), or NULL (dir). */
-const char *backend_fs_type(Backend b);
-/* True for the backends that use a backing file and a loop device. */
-bool backend_is_loop(Backend b);

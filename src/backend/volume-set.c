@@ -5,22 +5,6 @@
 #include "volume-set.h"
 #include "util.h"
 
-const char *backend_fs_type(Backend b) {
-    switch (b) {
-    case BACKEND_LOOP_EXT4:
-        return "ext4";
-    case BACKEND_LOOP_XFS:
-    case BACKEND_VDO_XFS:
-        return "xfs";
-    default:
-        return NULL;
-    }
-}
-
-bool backend_is_loop(Backend b) {
-    return b == BACKEND_LOOP_EXT4 || b == BACKEND_LOOP_XFS;
-}
-
 void volume_spec_list_done(VolumeSpecList *list) {
     if (!list)
         return;

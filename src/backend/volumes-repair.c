@@ -7,11 +7,10 @@
 #include <errno.h>
 #include <stdio.h>
 
-#include "apply-internal.h"
-#include "mount.h"
 #include "util.h"
+#include "volumes.h"
 
-static int repair_forget(const PlanStep *p, StateRecord *record, const char *record_path, const RepairOptions *opts,
+static int repair_forget(const PlanStep *p, StateRecord *record, RecordStore *store, const RepairOptions *opts,
                          ApplyVolumeResult *v) {
     ApplyStepResult *sr = apply_volume_result_add_step(v, PLAN_STEP_DRIFT, p->description);
     if (!sr)
@@ -29,7 +28,7 @@ static int repair_forget(const PlanStep *p, StateRecord *record, const char *rec
         return 0;
     }
     (void) state_record_remove_volume(record, p->volume);
-    int r = apply_save_record(record, record_path);
+    int r = record_store_save(store, record, p->volume);
     if (r < 0) {
         sr->error = r;
         apply_volume_result_fail(v, APPLY_OUTCOME_FAILED, r, "cannot save the record: %s", strerror(-r));
@@ -43,41 +42,63 @@ static int repair_forget(const PlanStep *p, StateRecord *record, const char *rec
 
 /* Mounted by hand elsewhere: mounting the same filesystem at its own path
  * too is safe (one superblock, two mount points) and puts it back in
- * service; the hand-made mount is left to its owner. */
-static int repair_mount(const Layout *l, const PlanStep *p, const Observation *obs, ApplyVolumeResult *v) {
+ * service; the hand-made mount is left to its owner. The backend's own
+ * MOUNT step does it, on the device it knows. */
+static int repair_mount(const VolumesContext *c, const PlanStep *p, const Observation *obs, ApplyVolumeResult *v) {
     const VolumeObservation *o = observation_find(obs, p->volume);
-    ApplyStepResult *sr = apply_volume_result_add_step(v, PLAN_STEP_MOUNT, p->description);
-    if (!sr)
-        return -ENOMEM;
-    if (!o || !o->attached || !o->probed || !o->probe.type) {
+    const ProbeResult *fs = o ? volume_observation_fs_probe(o) : NULL;
+    const VolumeBackend *b = volume_backend_get(p->backend);
+    if (!o || !b || !fs || !fs->type) {
         apply_volume_result_fail(v, APPLY_OUTCOME_REFUSED, 0, "cannot identify %s any more", p->volume);
         return 0;
     }
-    const Pool *pool = layout_pool(l, p->role);
-    int r = mount_volume(o->loop.node, o->mount_path, o->probe.type, pool ? pool->mount_options : NULL);
+    PlanStep step = {
+        .kind = PLAN_STEP_MOUNT,
+        .volume = p->volume,
+        .role = p->role,
+        .index = p->index,
+        .backend = p->backend,
+        .mount_path = o->mount_path,
+        .fs_type = fs->type,
+    };
+    ApplyStepResult *sr = apply_volume_result_add_step(v, PLAN_STEP_MOUNT, p->description);
+    if (!sr)
+        return -ENOMEM;
+    VolumeSetup s = {
+        .layout = c->layout,
+        .pool = layout_pool(c->layout, p->role),
+        .record = c->record,
+        .store = c->store,
+        .observed = o,
+        .result = v,
+        .name = p->volume,
+    };
+    int r = b->apply_step(&s, &step, sr);
+    volume_setup_done(&s);
+    if (r == -ENOMEM)
+        return r;
     if (r < 0) {
         sr->error = r;
-        apply_step_result_message(sr, "cannot mount %s on %s: %s", o->loop.node, o->mount_path, strerror(-r));
         apply_volume_result_fail(v, APPLY_OUTCOME_FAILED, r, "%s", sr->message ?: "mount failed");
         return 0;
     }
-    apply_step_result_message(sr, "%s mounted on %s as well (the mount on %s is left to whoever made it)",
-                              o->loop.node, o->mount_path, o->loop_mount.target);
+    apply_step_result_message(sr, "mounted on %s as well (the mount on %s is left to whoever made it)", o->mount_path,
+                              o->loop_mount.target ?: "?");
     sr->changed = true;
     v->outcome = APPLY_OUTCOME_CHANGED;
     return 0;
 }
 
-int apply_repair(const Layout *l, const Plan *plan, const Observation *obs, StateRecord *record,
-                 const char *record_path, const RepairOptions *opts, ApplyResult **ret) {
-    if (!l || !plan || !obs || !record || !opts || !ret)
+int volumes_repair(const VolumesContext *c, const Plan *plan, const Observation *obs, const RepairOptions *opts,
+                   ApplyResult **ret) {
+    if (!c || !c->layout || !plan || !obs || !c->record || !opts || !ret)
         return -EINVAL;
-    _cleanup_(apply_result_freep) ApplyResult *res = calloc(1, sizeof(*res));
-    if (!res)
-        return -ENOMEM;
+    _cleanup_(apply_result_freep) ApplyResult *res = NULL;
+    int r = apply_result_new(&res);
+    if (r < 0)
+        return r;
     _cleanup_free_ PlanStep *adopt = calloc(MAX(plan->n_steps, 1u), sizeof(PlanStep));
     size_t n_adopt = 0, pending = 0;
-    int r;
     if (!adopt)
         return -ENOMEM;
 
@@ -95,9 +116,9 @@ int apply_repair(const Layout *l, const Plan *plan, const Observation *obs, Stat
         if (!v)
             return -ENOMEM;
         if (streq_ptr(p->reason, "backing-deleted"))
-            r = repair_forget(p, record, record_path, opts, v);
+            r = repair_forget(p, c->record, c->store, opts, v);
         else if (streq_ptr(p->reason, "mounted-elsewhere"))
-            r = repair_mount(l, p, obs, v);
+            r = repair_mount(c, p, obs, v);
         else if (!p->blocks) {
             apply_volume_result_note(v, "%s", p->description);
             r = 0;
@@ -116,20 +137,12 @@ int apply_repair(const Layout *l, const Plan *plan, const Observation *obs, Stat
     if (n_adopt > 0) {
         Plan sub = { .steps = adopt, .n_steps = n_adopt };
         _cleanup_(apply_result_freep) ApplyResult *a = NULL;
-        r = apply_plan(l, &sub, NULL, record, record_path, &a);
+        r = volumes_apply(c, &sub, NULL, &a);
         if (r < 0)
             return r;
-        /* Move a's volumes into res. */
-        for (size_t i = 0; i < a->n_volumes; i++) {
-            ApplyVolumeResult *t = realloc(res->volumes, sizeof(ApplyVolumeResult) * (res->n_volumes + 1));
-            if (!t)
-                return -ENOMEM;
-            res->volumes = t;
-            res->volumes[res->n_volumes++] = a->volumes[i];
-        }
-        free(a->volumes);
-        a->volumes = NULL;
-        a->n_volumes = 0;
+        r = apply_result_merge(res, &a);
+        if (r < 0)
+            return r;
     }
     if (pending > 0) {
         ApplyVolumeResult *v = apply_result_add_volume(res, "apply");

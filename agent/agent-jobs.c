@@ -1,0 +1,261 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+/*
+ * Volume jobs: every engine verb that touches a device runs in a worker
+ * (src/engine/worker.h). Jobs on the same volume, or with a job on all
+ * volumes, run one after the other, in the order they came; the rest at
+ * once (eight creates that each carve a volume carve in parallel).
+ *
+ * A worker's record changes arrive one volume entry at a time, while it
+ * waits: they are merged into the agent's record and saved before it is
+ * answered, so the agent stays the only writer of the record file. When
+ * the worker ends, its per-volume results and its observation of the
+ * job's volumes are merged into what the API serves.
+ */
+#include <errno.h>
+#include <stdio.h>
+
+#include "agent.h"
+#include "log.h"
+#include "util.h"
+
+struct VolumeJob {
+    Agent *agent;
+    VolumeJob *next;
+    char *op;
+    json_object *args;
+    char *volume;                /* NULL: every volume */
+    ApiOperation *operation;
+    int step;                    /* the operation's current step, or -1 */
+    VolumeJobDone done;
+    void *userdata;
+    Worker *worker;              /* NULL: queued */
+    usec_t started;
+};
+
+size_t agent_jobs_count(Agent *a) {
+    size_t n = 0;
+    for (VolumeJob *j = a->jobs; j; j = j->next)
+        n++;
+    return n;
+}
+
+static void job_free(VolumeJob *j) {
+    worker_free(j->worker);
+    free(j->op);
+    json_object_put(j->args);
+    free(j->volume);
+    api_operation_unref(j->operation);
+    free(j);
+}
+
+static bool conflicts(const VolumeJob *x, const VolumeJob *y) {
+    return !x->volume || !y->volume || streq(x->volume, y->volume);
+}
+
+static void schedule(Agent *a);
+
+static void unlink_job(Agent *a, VolumeJob *j) {
+    for (VolumeJob **p = &a->jobs; *p; p = &(*p)->next)
+        if (*p == j) {
+            *p = j->next;
+            return;
+        }
+}
+
+static int on_save(Worker *w, const char *name, VolumeRecord *v, void *userdata) {
+    VolumeJob *j = userdata;
+    Agent *a = j->agent;
+    StateRecord *record = agent_record(a);
+    int r;
+    if (v) {
+        r = state_record_put_volume(record, v);
+        if (r < 0) {
+            volume_record_free(v);
+            return r;
+        }
+    } else
+        (void) state_record_remove_volume(record, name);
+    r = state_record_save(record, a->engine->record_path);
+    if (r < 0)
+        log_error_errno(r, "volume %s: cannot save the record %s for the %s worker: %m", name,
+                        a->engine->record_path, j->op);
+    return r;
+}
+
+static void on_progress(Worker *w, const char *volume, const ApplyStepResult *step, bool done, void *userdata) {
+    VolumeJob *j = userdata;
+    if (!j->operation)
+        return;
+    if (!done)
+        j->step = api_operation_step(j->operation, "%s: %s", volume ?: "?", step->description ?: "");
+    else if (j->step >= 0) {
+        api_operation_step_done(j->operation, j->step, step->error, step->message ? "%s" : NULL,
+                                step->message ?: "");
+        j->step = -1;
+    }
+}
+
+static void log_result(const ApplyResult *res) {
+    for (size_t i = 0; res && i < res->n_volumes; i++) {
+        const ApplyVolumeResult *v = &res->volumes[i];
+        for (size_t k = 0; k < v->n_steps; k++) {
+            const ApplyStepResult *s = &v->steps[k];
+            if (s->error < 0)
+                log_error("volume %s: %s: failed: %s", v->volume, s->description,
+                          s->message ? s->message : strerror(-s->error));
+            else if (s->changed)
+                log_info("volume %s: %s%s%s", v->volume, s->description, s->message ? ": " : "",
+                         s->message ? s->message : "");
+        }
+        for (char **n = v->notes; n && *n; n++)
+            log_warning("volume %s: %s", v->volume, *n);
+        switch (v->outcome) {
+        case APPLY_OUTCOME_FAILED:
+            log_error("volume %s: failed%s: %s", v->volume, v->rolled_back ? " (rolled back)" : "",
+                      v->message ? v->message : strerror(-v->error));
+            break;
+        case APPLY_OUTCOME_REFUSED:
+            log_error("volume %s: refused, left untouched: %s", v->volume, v->message ? v->message : "");
+            break;
+        case APPLY_OUTCOME_CHANGED:
+            log_info("volume %s: up (changed)", v->volume);
+            break;
+        default:
+            log_debug("volume %s: up (unchanged)", v->volume);
+        }
+    }
+}
+
+/* The job's observation replaces the cached entries of its volumes (of
+ * all, for a job on all): another job may have changed the others since
+ * this worker looked. */
+static void merge_observation(Agent *a, VolumeJob *j, Observation *obs, const ApplyResult *res) {
+    Engine *e = a->engine;
+    if (!obs)
+        return;
+    if (!j->volume || !e->observation) {
+        observation_free(e->observation);
+        e->observation = obs;
+        return;
+    }
+    for (size_t i = 0; i < obs->n; i++) {
+        VolumeObservation *v = &obs->volumes[i];
+        if (streq(v->name, j->volume) || apply_result_find(res, v->name) || !observation_find(e->observation, v->name))
+            (void) observation_put(e->observation, v);
+    }
+    e->observation->has_backing_free = obs->has_backing_free;
+    e->observation->backing_free = obs->backing_free;
+    e->observation->backing_size = obs->backing_size;
+    e->observation->taken_at = obs->taken_at;
+    observation_free(obs);
+}
+
+static void on_done(Worker *w, int error, const char *message, ApplyResult *res, Observation *obs, json_object *extra,
+                    void *userdata) {
+    VolumeJob *j = userdata;
+    Agent *a = j->agent;
+    usec_t took = now_usec(CLOCK_MONOTONIC) - j->started;
+    log_result(res);
+    if (error < 0)
+        log_error("%s job%s%s: %s", j->op, j->volume ? " on " : "", j->volume ?: "", message ?: strerror(-error));
+    else
+        log_debug("%s job%s%s done in %llu ms", j->op, j->volume ? " on " : "", j->volume ?: "",
+                  (unsigned long long) (took / USEC_PER_MSEC));
+    merge_observation(a, j, obs, res);
+    unlink_job(a, j);
+    if (j->done)
+        j->done(a, error, message, res, extra, j->userdata);
+    if (res) {
+        ApplyResult *copy = res;
+        (void) apply_result_merge(a->volume_results, &copy);
+    }
+    json_object_put(extra);
+    job_free(j);
+    agent_volumes_changed(a);
+    if (a->exit_after_jobs && !a->jobs)
+        (void) sd_event_exit(a->event, 0);
+    else
+        schedule(a);
+}
+
+static void start_job(Agent *a, VolumeJob *j) {
+    WorkerRequest req = { .op = j->op, .layout = agent_layout(a), .record = agent_record(a), .args = j->args };
+    WorkerCallbacks cb = { .on_save = on_save, .on_progress = on_progress, .on_done = on_done };
+    j->started = now_usec(CLOCK_MONOTONIC);
+    int r = worker_start(a->event, AGENT_SELF_EXE, &req, &cb, j, &j->worker);
+    if (r < 0) {
+        /* It never ran: its caller learns it as a failure. */
+        _cleanup_free_ char *why = NULL;
+        if (asprintf(&why, "cannot start the %s worker: %s", j->op, strerror(-r)) < 0)
+            why = NULL;
+        on_done(NULL, r, why, NULL, NULL, NULL, j);
+        return;
+    }
+    log_debug("%s job%s%s: worker pid %d", j->op, j->volume ? " on " : "", j->volume ?: "",
+              (int) worker_pid(j->worker));
+}
+
+static void schedule(Agent *a) {
+    /* In order: a queued job starts when it conflicts with no job before
+     * it, running or queued. on_done may reshape the list, so restart the
+     * scan after every start. */
+    bool again = true;
+    while (again) {
+        again = false;
+        for (VolumeJob *j = a->jobs; j; j = j->next) {
+            if (j->worker)
+                continue;
+            bool blocked = false;
+            for (VolumeJob *k = a->jobs; k != j; k = k->next)
+                if (conflicts(j, k)) {
+                    blocked = true;
+                    break;
+                }
+            if (blocked)
+                continue;
+            start_job(a, j);
+            again = true;
+            break;
+        }
+    }
+}
+
+int agent_job_submit(Agent *a, const char *op, json_object *args, const char *volume, ApiOperation *operation,
+                     VolumeJobDone done, void *userdata) {
+    VolumeJob *j = calloc(1, sizeof(*j));
+    if (!j) {
+        json_object_put(args);
+        return -ENOMEM;
+    }
+    *j = (VolumeJob) {
+        .agent = a,
+        .op = strdup(op),
+        .args = args,
+        .volume = volume ? strdup(volume) : NULL,
+        .operation = api_operation_ref(operation),
+        .step = -1,
+        .done = done,
+        .userdata = userdata,
+    };
+    if (!j->op || (volume && !j->volume)) {
+        job_free(j);
+        return -ENOMEM;
+    }
+    VolumeJob **tail = &a->jobs;
+    while (*tail)
+        tail = &(*tail)->next;
+    *tail = j;
+    schedule(a);
+    return 0;
+}
+
+void agent_jobs_abandon(Agent *a) {
+    while (a->jobs) {
+        VolumeJob *j = a->jobs;
+        a->jobs = j->next;
+        if (j->worker)
+            log_warning("%s job%s%s abandoned (worker pid %d killed)", j->op, j->volume ? " on " : "",
+                        j->volume ?: "", (int) worker_pid(j->worker));
+        job_free(j);
+    }
+}

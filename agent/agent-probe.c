@@ -1,0 +1,143 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+/*
+ * The flush probe: every api.flush_probe_interval, a fresh 4 KiB file is
+ * written and fsynced on every volume that is up, and timed: the volume's
+ * current flush cost, the very thing layoutd exists to bound. A fresh file
+ * needs new blocks, so a full or read-only volume shows here (ENOSPC,
+ * EROFS) as it does for its workspaces. It runs in a worker, because an
+ * fsync on a busy volume can take seconds.
+ */
+#include <inttypes.h>
+
+#include "agent.h"
+#include "log.h"
+#include "util.h"
+
+FlushProbe *agent_flush_probe_find(Agent *a, const char *volume) {
+    for (size_t i = 0; i < a->n_probes; i++)
+        if (streq(a->probes[i].volume, volume))
+            return &a->probes[i];
+    return NULL;
+}
+
+static FlushProbe *probe_get(Agent *a, const char *volume) {
+    FlushProbe *p = agent_flush_probe_find(a, volume);
+    if (p)
+        return p;
+    /* Buckets from 100 us to 30 s: a healthy probe takes a millisecond or
+     * two, a shared journal under load tens of seconds. */
+    static const double bounds[] = { 0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025,
+                                     0.05,   0.1,     0.25,   0.5,   1,      2.5,   5,    10, 30 };
+    FlushProbe *t = realloc(a->probes, sizeof(FlushProbe) * (a->n_probes + 1));
+    if (!t)
+        return NULL;
+    a->probes = t;
+    p = &a->probes[a->n_probes];
+    *p = (FlushProbe) { .volume = strdup(volume) };
+    if (!p->volume)
+        return NULL;
+    (void) metrics_histogram_init(&p->histogram, bounds, ELEMENTSOF(bounds));
+    a->n_probes++;
+    return p;
+}
+
+static void on_probed(Worker *w, int error, const char *message, ApplyResult *res, Observation *obs,
+                      json_object *extra, void *userdata) {
+    Agent *a = userdata;
+    json_object *probes = NULL;
+    if (error < 0)
+        log_warning("Flush probe failed: %s", message ?: strerror(-error));
+    else if (extra && json_object_object_get_ex(extra, "probes", &probes))
+        for (size_t i = 0; a->probe_volumes && a->probe_volumes[i] && i < json_object_array_length(probes); i++) {
+            json_object *o = json_object_array_get_idx(probes, i), *v;
+            const char *volume = a->probe_volumes[i];
+            FlushProbe *p = probe_get(a, volume);
+            if (!p)
+                continue;
+            int err = json_object_object_get_ex(o, "error", &v) ? json_object_get_int(v) : EIO;
+            uint64_t usec = json_object_object_get_ex(o, "usec", &v) ? json_object_get_uint64(v) : 0;
+            bool was_failing = p->last_error != 0;
+            p->at = now_usec(CLOCK_REALTIME);
+            p->last_error = err;
+            if (err) {
+                if (!was_failing)
+                    log_warning("volume %s: flush probe failed: %s", volume, strerror(err));
+                continue;
+            }
+            if (was_failing)
+                log_notice("volume %s: flush probe works again", volume);
+            p->has_last = true;
+            p->last = usec;
+            metrics_histogram_observe(&p->histogram, (double) usec / USEC_PER_SEC);
+        }
+    apply_result_free(res);
+    observation_free(obs);
+    json_object_put(extra);
+    a->prober = worker_free(a->prober);
+    a->probe_volumes = strv_free(a->probe_volumes);
+}
+
+static int probe_run(Agent *a) {
+    const Observation *obs = a->engine->observation;
+    _cleanup_strv_free_ char **vols = NULL;
+    int r;
+    if (a->prober)
+        return 0; /* the previous probe is still stuck in fsync: that is the news */
+    json_object *args = json_object_new_object(), *paths = json_object_new_array();
+    if (!args || !paths) {
+        json_object_put(args);
+        json_object_put(paths);
+        return -ENOMEM;
+    }
+    json_object_object_add(args, "paths", paths);
+    for (size_t i = 0; obs && i < obs->n; i++) {
+        const VolumeObservation *v = &obs->volumes[i];
+        if (!volume_observation_is_up(v) || !v->mount_path)
+            continue;
+        json_object_array_add(paths, json_object_new_string(v->mount_path));
+        if ((r = strv_extend(&vols, v->name)) < 0) {
+            json_object_put(args);
+            return r;
+        }
+    }
+    if (!vols) {
+        json_object_put(args);
+        return 0;
+    }
+    WorkerRequest req = { .op = WORKER_OP_PROBE, .layout = agent_layout(a), .record = agent_record(a), .args = args };
+    WorkerCallbacks cb = { .on_done = on_probed };
+    r = worker_start(a->event, AGENT_SELF_EXE, &req, &cb, a, &a->prober);
+    json_object_put(args);
+    if (r < 0)
+        return r;
+    a->probe_volumes = TAKE_PTR(vols);
+    return 0;
+}
+
+static int on_probe_timer(sd_event_source *s, uint64_t usec, void *userdata) {
+    Agent *a = userdata;
+    int r = probe_run(a);
+    if (r < 0)
+        log_warning_errno(r, "Flush probe could not run, ignoring: %m");
+    (void) sd_event_source_set_time_relative(s, agent_layout(a)->api.flush_probe_interval);
+    (void) sd_event_source_set_enabled(s, SD_EVENT_ONESHOT);
+    return 0;
+}
+
+int agent_flush_probe_start(Agent *a) {
+    if (agent_layout(a)->api.flush_probe_interval == 0 || a->stopping)
+        return 0;
+    if (a->probe_timer) {
+        /* Probe soon, so a new volume gets its first sample. */
+        (void) sd_event_source_set_time_relative(a->probe_timer, USEC_PER_SEC);
+        return sd_event_source_set_enabled(a->probe_timer, SD_EVENT_ONESHOT);
+    }
+    /* The first probe one second after start, then at the interval. */
+    return sd_event_add_time_relative(a->event, &a->probe_timer, CLOCK_MONOTONIC, USEC_PER_SEC, 0, on_probe_timer, a);
+}
+
+void agent_flush_probe_stop(Agent *a) {
+    a->probe_timer = sd_event_source_disable_unref(a->probe_timer);
+    a->prober = worker_free(a->prober);
+    a->probe_volumes = strv_free(a->probe_volumes);
+}

@@ -1,0 +1,162 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+#pragma once
+/* What the files of src/api/ share (api-server.c, api-operation.c,
+ * api-events.c); not exported. */
+
+#include <microhttpd.h>
+
+#include "api.h"
+
+typedef struct ApiEvents ApiEvents;
+
+#define API_STATUS_MIN 100
+#define API_STATUS_MAX 599
+
+/* One client connection (MHD's socket context). Kept in a list ordered by
+ * deadline: every deadline is "now + request_timeout" when set, so
+ * appending keeps the order and the head is always the next to expire. A
+ * request that waits for an operation, or streams events, leaves the list
+ * while it does (it is long-lived on purpose). */
+typedef struct ApiConn {
+    struct Api *api;
+    struct MHD_Connection *mhd;
+    int fd;                        /* MHD's; never closed here */
+    usec_t deadline;
+    bool linked;                   /* in the deadline list */
+    bool killed;                   /* shut down on deadline; MHD closes it */
+    struct ApiConn *prev, *next;
+    int peer_error;                /* <0: credentials unknown: reads only */
+    uid_t uid;
+    gid_t gid;
+    pid_t pid;
+    gid_t *groups;
+    size_t n_groups;
+} ApiConn;
+
+/* One request (MHD's per-request context). */
+typedef struct ApiRequest {
+    struct Api *api;
+    ApiConn *conn;
+    struct MHD_Connection *mhd;
+    bool routed;
+    ApiRoute route;
+    const ApiRouteSpec *spec;
+    ApiQuery query;
+    char *body;
+    size_t body_len;
+    size_t body_allocated;
+    bool too_large;
+    bool responded;                /* a response was queued */
+    unsigned status;
+    usec_t started;
+
+    /* Waiting for an operation (suspended until it ends or the wait is over). */
+    ApiOperation *operation;
+    json_object *provisional;      /* the handler's body for a 202 */
+    sd_event_source *wait_timer;
+    bool suspended;
+    bool wait_over;
+    bool answer_operation;         /* GET /v1/operations/{id}: answer its resource */
+    struct ApiRequest *wait_prev, *wait_next;
+
+    /* Streaming events. */
+    bool streaming;
+    uint64_t cursor;               /* the last event sequence sent */
+    bool heartbeat;                /* write a keep-alive newline */
+    struct ApiRequest *stream_prev, *stream_next;
+} ApiRequest;
+
+struct Api {
+    sd_event *event;
+    struct MHD_Daemon *mhd;
+    sd_event_source *io;
+    sd_event_source *timer;
+    sd_event_source *deadline_timer;
+    sd_event_source *heartbeat_timer;
+    ApiServerConfig config;
+    ApiOps ops;
+    void *userdata;
+    ApiState state;
+    bool freeing;
+
+    ApiConn *conns_head, *conns_tail;
+    unsigned n_conns;
+
+    ApiOperation *operations;      /* newest first */
+    ApiEvents *events;
+    ApiRequest *waiting;           /* requests suspended on an operation */
+    ApiRequest *streams;           /* event streams (suspended or not) */
+    unsigned n_streams;
+
+    /* Own metrics. requests[route + 1][status - 100]; route -1: unrouted. */
+    uint64_t requests[_API_ROUTE_MAX + 1][API_STATUS_MAX - API_STATUS_MIN + 1];
+    MetricsHistogram latency[_API_ROUTE_MAX];
+    uint64_t connections_total;
+    uint64_t request_timeouts_total;
+};
+
+typedef struct ApiOperationStep {
+    char *description;
+    int state;                   /* 0 running, 1 done, -1 failed */
+    char *message;
+    usec_t started_at, ended_at; /* CLOCK_REALTIME */
+} ApiOperationStep;
+
+struct ApiOperation {
+    unsigned n_ref;
+    Api *api;                    /* NULL once the Api is gone */
+    ApiOperation *next;          /* the Api's list, newest first */
+    char id[24];
+    ApiRouteId kind;
+    char *resource;
+    ApiOperationState state;
+    usec_t created_at, updated_at, done_mono; /* REALTIME, REALTIME, MONOTONIC */
+    ApiOperationStep *steps;
+    size_t n_steps;
+    unsigned status;
+    json_object *result;
+    ApiError error;
+};
+
+/* api-operation.c: an operation of route `kind`, in the Api's list. */
+int api_operation_create(Api *api, ApiRouteId kind, ApiOperation **ret);
+/* Drops finished operations past their keep time, and all of them at
+ * the end (the Api is freed: references stay valid, detached). */
+void api_operations_expire(Api *api, bool all);
+
+/* api-server.c: the operation changed (a step, or it ended): waiting
+ * requests and the event stream are told. */
+void api_server_operation_changed(Api *api, ApiOperation *op, bool ended);
+
+/* api-events.c: the ring. */
+int api_events_new(ApiEvents **ret);
+ApiEvents *api_events_free(ApiEvents *e);
+/* Appends an event (takes fields, an object). Returns its sequence number. */
+uint64_t api_events_append(ApiEvents *e, const char *type, json_object *fields);
+/* The first event after `since` at or after *cursor: its text (a line
+ * with its newline, owned by the ring) and sequence; NULL when none.
+ * An event that fell out of the ring is skipped (the gap shows in seq). */
+const char *api_events_next(ApiEvents *e, uint64_t after, uint64_t *ret_seq);
+uint64_t api_events_last(const ApiEvents *e);
+
+static inline ApiOperation **api_operations_head(Api *api) {
+    return &api->operations;
+}
+
+/* api-server.c: connections leave and rejoin the deadline list. */
+void api_conn_exempt(Api *api, ApiConn *c);
+void api_conn_reset_deadline(Api *api, ApiConn *c);
+/* The layoutd_api_* families. */
+int api_write_own_metrics(Api *api, MetricsWriter *w);
+/* After MHD_resume_connection: makes the loop run MHD at its next turn. */
+void api_mhd_kick(Api *api);
+
+/* api-dispatch.c: the request handler and its helpers, called by the
+ * MHD glue in api-server.c. */
+enum MHD_Result api_dispatch_request(Api *api, struct MHD_Connection *c, const char *url, const char *method,
+                                     const char *upload_data, size_t *upload_data_size, void **req_cls);
+void api_dispatch_completed(Api *api, ApiRequest *req, enum MHD_RequestTerminationCode toe);
+/* Resumes every suspended request (stop, free): they answer at once. */
+void api_dispatch_resume_all(Api *api);
+/* The stream heartbeat: every stream writes a newline on its next turn. */
+void api_dispatch_heartbeat(Api *api);

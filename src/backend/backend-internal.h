@@ -1,0 +1,90 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+#pragma once
+
+/*
+ * Steps and checks that more than one backend needs (loop-ext4, loop-xfs
+ * and vdo-xfs share the backing file, the loop device, mkfs, the mount and
+ * the growth of the file). Not exported beyond src/backend/: each backend's
+ * apply_step composes them; the rules they enforce (never overcommit the
+ * host, never format what we did not create blank) live here once.
+ */
+
+#include "backend.h"
+
+/* Runs argv with argv[0] resolved in PATH; words "not found: install X"
+ * and a failure with the tool's last lines into sr. An ext4 online resize
+ * denied for lack of CAP_SYS_RESOURCE is -EPERM with that said.
+ * Returns: -ENOENT, -ENOSPC, -EPERM, -EPROTO, -errno, 0. */
+int backend_run_tool(char **argv, ApplyStepResult *sr);
+
+/* Volumes are never overcommitted: need bytes must fit in the free space
+ * of dir's filesystem on top of what our other sparse files may still
+ * claim. Returns: -ENOSPC (sr says the figures), -errno, 0. */
+int backend_check_space(VolumeSetup *s, const char *dir, uint64_t need, ApplyStepResult *sr);
+
+/* CREATE_FILE: records the intent (created_file) first, then creates the
+ * sparse file with O_EXCL. */
+int backend_step_create_file(VolumeSetup *s, const PlanStep *p, ApplyStepResult *sr);
+/* ATTACH: loop device with direct I/O as asked, verified; a fallback to
+ * buffered is a note. Resets unset writeback limits, waits for udev. */
+int backend_step_attach(VolumeSetup *s, const PlanStep *p, ApplyStepResult *sr);
+/* DETACH of p->path (a loop node). */
+int backend_step_detach(VolumeSetup *s, const PlanStep *p, ApplyStepResult *sr);
+/* FORMAT of node (which must probe blank) as p->fs_type, with a new UUID
+ * saved in the record before mkfs and formatted=true after it. Only when
+ * the record says layoutd created the storage. prezeroed: the file was
+ * created by this very run (mkfs need not zero). */
+int backend_step_format(VolumeSetup *s, const PlanStep *p, const char *node, bool prezeroed,
+                        ApplyStepResult *sr);
+/* ADOPT: our UUID (saved before an interrupted mkfs) found: record it. */
+int backend_step_adopt(VolumeSetup *s, const PlanStep *p, ApplyStepResult *sr);
+/* MOUNT of node (devno) on p->mount_path with the pool's options. */
+int backend_step_mount(VolumeSetup *s, const PlanStep *p, const char *node, dev_t devno, ApplyStepResult *sr);
+/* SET_LIMITS on the loop device's bdi. */
+int backend_step_set_limits(VolumeSetup *s, const PlanStep *p, ApplyStepResult *sr);
+/* The storage half of GROW: extends the backing file to p->size (space
+ * checked) and refreshes the loop device's size. *ret_new_size: the
+ * device's size now. */
+int backend_grow_storage(VolumeSetup *s, const PlanStep *p, uint64_t *ret_new_size, ApplyStepResult *sr);
+/* The filesystem half of GROW: resize2fs / xfs_growfs on node, mounted at
+ * p->mount_path; then the record's size. */
+int backend_grow_fs(VolumeSetup *s, const PlanStep *p, const char *node, uint64_t new_size, ApplyStepResult *sr);
+
+/* Teardown pieces: unmount (holders named when busy; lazily only when
+ * asked), loop detach, and with destroy_data the files layoutd created.
+ * Each adds its step to s->result; return <0 when the volume must stay
+ * (the failure is in the result). */
+int backend_teardown_unmount(VolumeSetup *s, const char *mount_path, const TeardownOptions *opts);
+int backend_teardown_detach(VolumeSetup *s, const char *node, const char *backing_path);
+int backend_teardown_destroy(VolumeSetup *s, const VolumeObservation *o, const TeardownOptions *opts,
+                             bool remove_mount_tree);
+
+/* Observation pieces: the backing file's stat, the loop device attached to
+ * it (with bdi and I/O counters), and the probe of node (or the file). */
+int backend_observe_backing(const VolumeSpec *spec, const Layout *l, VolumeObservation *o);
+int backend_observe_loop(VolumeObservation *o);
+void backend_observe_probe(VolumeObservation *o, const char *node);
+
+/* The mountinfo-and-device checks every device backend's planner shares:
+ * an unreadable backing file, or a mount path taken by something else.
+ * Returns true when it emitted a refusal (the volume is left alone). */
+bool backend_plan_refuse_unusable(PlanBuilder *b, const PlanSubject *subj, const VolumeObservation *o);
+/* The record/filesystem identity rules (docs/volumes.md): emits the
+ * refusal (and returns true) unless the filesystem signature `sig` is one
+ * this agent may use: the recorded UUID of `want_type` on a formatted
+ * volume, blank on one layoutd created and never formatted (then
+ * *ret_need_format), or our own UUID after an interrupted mkfs (then an
+ * ADOPT step). want_uuid: the record's fs_uuid, may be NULL. */
+bool backend_plan_check_identity(PlanBuilder *b, const PlanSubject *subj, const VolumeRecord *rec,
+                                 const VolumeObservation *o, const ProbeResult *sig, bool probed,
+                                 int probe_error, const char *want_type, const char *want_uuid,
+                                 bool *ret_need_format);
+/* The refused shrink of a backing file larger than want: a note, not a
+ * block. Returns true when it emitted it. */
+bool backend_plan_shrink_note(PlanBuilder *b, const PlanSubject *subj, const VolumeObservation *o, uint64_t want);
+/* GROW to want bytes when the file (or the record, after a grow that
+ * stopped half-way) is smaller. */
+void backend_plan_grow(PlanBuilder *b, const PlanSubject *subj, const VolumeRecord *rec, const VolumeObservation *o,
+                       const char *fs_type, uint64_t want);
+/* SET_LIMITS when the pool asks for writeback limits the bdi lacks. */
+void backend_plan_limits(PlanBuilder *b, const PlanSubject *subj, const Pool *p, const VolumeObservation *o);

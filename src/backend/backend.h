@@ -1,0 +1,82 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+#pragma once
+
+/*
+ * The volume backends: one ops table per backend (dir, loop-ext4,
+ * loop-xfs, vdo-xfs), in the manner of the kernel's file_operations and
+ * stratisd's engine trait. Everything that differs between backends is
+ * behind these ops, and nothing outside src/backend/backend-<name>*.c
+ * branches on a Backend value: the drivers (observe, plan, apply,
+ * teardown, repair) look the table up and call through it.
+ *
+ * Adding a backend: a file set backend-<name>.c (observe, apply_step,
+ * rollback, teardown, to_json, metrics) and backend-<name>-plan.c (the
+ * pure planner), one entry in backend_table[] (backends.c), one entry in
+ * the layout's Backend enum and traits. docs/architecture.md walks
+ * through an example.
+ *
+ * The plan ops are pure (they read their arguments only); the others do
+ * device work and run only in layoutctl or in the agent's workers.
+ * Library code: 0 / -errno, never logs.
+ */
+
+#include <json-c/json.h>
+
+#include "metrics.h"
+#include "observation.h"
+#include "plan.h"
+#include "setup.h"
+
+typedef struct TeardownOptions {
+    bool destroy_data;       /* also delete backing files, mount dirs, the record */
+    bool lazy;               /* MNT_DETACH when the unmount stays busy */
+} TeardownOptions;
+
+typedef struct VolumeBackend {
+    Backend backend;
+
+    /* Reads what exists of the volume into *o. The common fields (name,
+     * role, index, backend, declared, mount_path, dir_exists, mounted,
+     * mount) are filled already; the driver fills statvfs afterwards when
+     * volume_observation_is_up(). Per-volume problems go into the
+     * observation's fields, not into the return value.
+     * Returns: -ENOMEM, -errno on unexpected failures, 0. */
+    int (*observe)(const Layout *l, const VolumeSpec *spec, VolumeObservation *o);
+
+    /* Pure: the steps (and refusals, drift) that would make the declared
+     * volume o match pool p. rec is the volume's record entry, or NULL. */
+    void (*plan)(PlanBuilder *b, const PlanSubject *subj, const Pool *p, const VolumeRecord *rec,
+                 const VolumeObservation *o);
+
+    /* Pure: the steps that grow the volume to new_size bytes online, or
+     * a REFUSE entry saying why it cannot. NULL: the backend does not grow. */
+    void (*plan_grow)(PlanBuilder *b, const PlanSubject *subj, const Pool *p, const VolumeRecord *rec,
+                      const VolumeObservation *o, uint64_t new_size);
+
+    /* Carries out one action step. Sets sr->changed and, on failure or
+     * for a note, sr->message. Returns: <0 on error (the driver rolls the
+     * volume back), 0. */
+    int (*apply_step)(VolumeSetup *s, const PlanStep *p, ApplyStepResult *sr);
+
+    /* Undoes what this run made for the volume (s->undo_*). */
+    void (*rollback)(VolumeSetup *s);
+
+    /* Takes a recorded volume out of service: unmount, dm remove, loop
+     * detach; with destroy_data also deletes what layoutd created. Steps
+     * and failures go to s->result. o may be NULL (not observed). */
+    void (*teardown)(VolumeSetup *s, const VolumeObservation *o, const TeardownOptions *opts);
+
+    /* Adds the backend's own fields to a volume's API object (the "vdo"
+     * object, say); may downgrade "health". NULL: nothing to add. */
+    void (*to_json)(const Pool *p, const VolumeObservation *o, json_object *j);
+
+    /* Writes the backend's own metric families over the volumes of obs
+     * that are its own. NULL: none. */
+    void (*metrics)(const Observation *obs, MetricsWriter *w);
+} VolumeBackend;
+
+/* The ops of a backend (never NULL for a valid Backend; NULL otherwise). */
+const VolumeBackend *volume_backend_get(Backend b);
+
+/* Every backend's ops, for the drivers that visit all of them (metrics). */
+extern const VolumeBackend *const volume_backends[_BACKEND_MAX];

@@ -1,0 +1,311 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+#include <errno.h>
+#include <fcntl.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <sys/file.h>
+#include <sys/stat.h>
+
+#include "engine.h"
+#include "util.h"
+
+static char *format_layout_errors(const LayoutErrors *errors, const char *path, int r) {
+    char *text = NULL;
+    size_t size = 0;
+    FILE *f = open_memstream(&text, &size);
+    if (!f)
+        return NULL;
+    for (size_t i = 0; i < errors->n; i++) {
+        const LayoutError *e = &errors->items[i];
+        if (e->line > 0)
+            fprintf(f, "%s%s:%u:%u: %s", i ? "\n" : "", e->file, e->line, e->column, e->message);
+        else
+            fprintf(f, "%s%s: %s", i ? "\n" : "", e->file ? e->file : path ?: "layout", e->message);
+    }
+    if (errors->n == 0)
+        fprintf(f, "%s: cannot load the layout: %s", path ?: "layout", strerror(-r));
+    fclose(f);
+    return text;
+}
+
+int engine_load_layout(const char *path, const char *root, Layout **ret, char **ret_path, char **ret_error) {
+    LayoutErrors errors = {};
+    _cleanup_free_ char *file = NULL;
+    _cleanup_(layout_freep) Layout *l = NULL;
+    struct stat st;
+    int r;
+
+    if (!path)
+        path = ENGINE_DEFAULT_LAYOUT_DIR;
+    if (stat(path, &st) < 0) {
+        r = -errno;
+        if (ret_error && asprintf(ret_error, "%s: %s", path, strerror(-r)) < 0)
+            *ret_error = NULL;
+        return r;
+    }
+    if (S_ISDIR(st.st_mode)) {
+        r = layout_find_in_dir(path, &file, &errors);
+        if (r < 0)
+            goto fail;
+    } else if (!(file = strdup(path)))
+        return -ENOMEM;
+
+    r = layout_parse_file(file, &l, &errors);
+    if (r < 0)
+        goto fail;
+    if (root) {
+        r = layout_set_root(l, root);
+        if (r < 0) {
+            if (ret_error && asprintf(ret_error, "--root %s: %s (it must be absolute)", root, strerror(-r)) < 0)
+                *ret_error = NULL;
+            return r;
+        }
+    }
+    *ret = TAKE_PTR(l);
+    if (ret_path)
+        *ret_path = TAKE_PTR(file);
+    return 0;
+fail:
+    if (ret_error)
+        *ret_error = format_layout_errors(&errors, file ?: path, r);
+    layout_errors_clear(&errors);
+    return r < 0 ? r : -EINVAL;
+}
+
+static Engine *engine_alloc(void) {
+    Engine *e = calloc(1, sizeof(*e));
+    if (!e)
+        return NULL;
+    e->lock_fd = -EBADF;
+    record_file_store_init(&e->file_store, NULL);
+    e->store = &e->file_store.store;
+    return e;
+}
+
+_printf_(2, 3) static int set_error(char **ret_error, const char *fmt, ...) {
+    if (!ret_error)
+        return 0;
+    va_list ap;
+    va_start(ap, fmt);
+    if (vasprintf(ret_error, fmt, ap) < 0)
+        *ret_error = NULL;
+    va_end(ap);
+    return 0;
+}
+
+int engine_open(const EngineOptions *o, Engine **ret, char **ret_error) {
+    _cleanup_(engine_freep) Engine *e = engine_alloc();
+    int r;
+    if (!e)
+        return -ENOMEM;
+
+    r = engine_load_layout(o->layout_path, o->root, &e->layout, &e->layout_path, ret_error);
+    if (r < 0)
+        return r;
+    r = layout_hash(e->layout, &e->layout_hash);
+    if (r < 0)
+        return r;
+    if (o->create_root) {
+        r = mkdir_p(e->layout->root, 0755);
+        if (r < 0)
+            return set_error(ret_error, "cannot create root %s: %s", e->layout->root, strerror(-r)), r;
+    }
+    if (o->lock) {
+        /* One engine per root at a time: the agent and layoutctl's changing
+         * verbs take the same lock, so two applies never race on one
+         * volume, and a second agent on this root is refused instead of
+         * fighting over the volumes. */
+        _cleanup_free_ char *lock = NULL;
+        if (asprintf(&lock, "%s/layoutd-state.lock", streq(e->layout->root, "/") ? "" : e->layout->root) < 0)
+            return -ENOMEM;
+        e->lock_fd = open(lock, O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0600);
+        if (e->lock_fd < 0) {
+            r = -errno;
+            return set_error(ret_error, "cannot open %s: %s", lock, strerror(-r)), r;
+        }
+        if (flock(e->lock_fd, LOCK_EX | LOCK_NB) < 0) {
+            r = -errno;
+            return set_error(ret_error, "%s is locked: another layoutd or a layoutctl apply/teardown works on %s",
+                             lock, e->layout->root),
+                   r;
+        }
+    }
+    r = layout_record_path(e->layout, &e->record_path);
+    if (r < 0)
+        return r;
+    r = state_record_load(e->record_path, &e->record);
+    if (r == -EBADMSG)
+        return set_error(ret_error, "the record %s is corrupt; refusing to work on it (nothing changed)",
+                         e->record_path),
+               r;
+    if (r == -EPROTONOSUPPORT)
+        return set_error(ret_error, "the record %s was written by a newer layoutd; refusing to touch it",
+                         e->record_path),
+               r;
+    if (r < 0)
+        return set_error(ret_error, "cannot load the record %s: %s", e->record_path, strerror(-r)), r;
+    record_file_store_init(&e->file_store, e->record_path);
+    *ret = TAKE_PTR(e);
+    return 0;
+}
+
+int engine_new_detached(Layout *layout, StateRecord *record, RecordStore *store, Engine **ret) {
+    _cleanup_(layout_freep) Layout *l = layout;
+    _cleanup_(state_record_freep) StateRecord *rec = record;
+    Engine *e = engine_alloc();
+    if (!e)
+        return -ENOMEM;
+    e->layout = TAKE_PTR(l);
+    e->record = TAKE_PTR(rec);
+    if (store)
+        e->store = store;
+    *ret = e;
+    return 0;
+}
+
+Engine *engine_free(Engine *e) {
+    if (!e)
+        return NULL;
+    observation_free(e->observation);
+    state_record_free(e->record);
+    layout_free(e->layout);
+    free(e->layout_path);
+    free(e->layout_hash);
+    free(e->record_path);
+    safe_close(e->lock_fd);
+    free(e);
+    return NULL;
+}
+
+static int observe_with(Engine *e, const Layout *l) {
+    Observation *o = NULL;
+    int r = volumes_observe(l, e->record, &o);
+    if (r < 0)
+        return r;
+    observation_free(e->observation);
+    e->observation = o;
+    return 0;
+}
+
+int engine_observe(Engine *e) {
+    return observe_with(e, e->layout);
+}
+
+int engine_plan(Engine *e, Plan **ret) {
+    if (!e->observation) {
+        int r = engine_observe(e);
+        if (r < 0)
+            return r;
+    }
+    return volumes_plan(e->layout, e->record, e->observation, ret);
+}
+
+static VolumesContext context_of(Engine *e, const Layout *l) {
+    return (VolumesContext) {
+        .layout = l,
+        .record = e->record,
+        .store = e->store,
+        .progress = e->progress,
+        .userdata = e->progress_userdata,
+    };
+}
+
+/* observe -> plan (cut to `only`) -> apply -> observe, on layout l. */
+static int apply_with(Engine *e, const Layout *l, const char *only, ApplyResult **ret) {
+    _cleanup_(plan_freep) Plan *plan = NULL;
+    int r = observe_with(e, l);
+    if (r < 0)
+        return r;
+    r = volumes_plan(l, e->record, e->observation, &plan);
+    if (r < 0)
+        return r;
+    if (only)
+        plan_keep_volume(plan, only);
+    VolumesContext c = context_of(e, l);
+    r = volumes_apply(&c, plan, only ? NULL : e->observation, ret);
+    if (r < 0)
+        return r;
+    /* What the apply made is what the next reader should see. */
+    (void) observe_with(e, e->layout);
+    return 0;
+}
+
+int engine_apply(Engine *e, const char *only, ApplyResult **ret) {
+    return apply_with(e, e->layout, only, ret);
+}
+
+void engine_layout_with_volume(const Layout *l, PoolRole role, unsigned index, Layout *ret) {
+    *ret = *l;
+    ret->pools[role].min_volumes = MAX(ret->pools[role].min_volumes, index + 1);
+}
+
+int engine_carve(Engine *e, PoolRole role, unsigned index, ApplyResult **ret, char **ret_name) {
+    _cleanup_free_ char *name = NULL;
+    const Pool *p = layout_pool(e->layout, role);
+    if (role != POOL_STATE || !p)
+        return -EOPNOTSUPP;
+    if (index >= p->max_volumes)
+        return -ENOSPC;
+    int r = layout_volume_name(role, index, &name);
+    if (r < 0)
+        return r;
+    Layout variant;
+    engine_layout_with_volume(e->layout, role, index, &variant);
+    r = apply_with(e, &variant, name, ret);
+    if (r < 0)
+        return r;
+    if (ret_name)
+        *ret_name = TAKE_PTR(name);
+    return 0;
+}
+
+int engine_grow(Engine *e, const char *volume, uint64_t new_size, ApplyResult **ret) {
+    _cleanup_(plan_freep) Plan *plan = NULL;
+    int r = engine_observe(e);
+    if (r < 0)
+        return r;
+    r = volumes_plan_grow(e->layout, e->record, e->observation, volume, new_size, &plan);
+    if (r < 0)
+        return r;
+    VolumesContext c = context_of(e, e->layout);
+    r = volumes_apply(&c, plan, NULL, ret);
+    if (r < 0)
+        return r;
+    (void) engine_observe(e);
+    return 0;
+}
+
+int engine_teardown(Engine *e, const TeardownOptions *opts, ApplyResult **ret) {
+    _cleanup_(apply_result_freep) ApplyResult *res = NULL;
+    int r = engine_observe(e);
+    if (r < 0)
+        return r;
+    VolumesContext c = context_of(e, e->layout);
+    r = volumes_teardown(&c, e->observation, opts, &res);
+    if (r < 0)
+        return r;
+    if (e->record_path && e->record->n_volumes == 0 && e->record->n_workspaces == 0 &&
+        unlink(e->record_path) < 0 && errno != ENOENT) {
+        r = negative_errno();
+        ApplyVolumeResult *v = apply_result_add_volume(res, "record");
+        if (!v)
+            return -ENOMEM;
+        apply_volume_result_fail(v, APPLY_OUTCOME_FAILED, r, "cannot remove %s: %s", e->record_path, strerror(-r));
+    }
+    (void) engine_observe(e);
+    *ret = TAKE_PTR(res);
+    return 0;
+}
+
+int engine_repair(Engine *e, const RepairOptions *opts, ApplyResult **ret) {
+    _cleanup_(plan_freep) Plan *plan = NULL;
+    int r = engine_plan(e, &plan);
+    if (r < 0)
+        return r;
+    VolumesContext c = context_of(e, e->layout);
+    r = volumes_repair(&c, plan, e->observation, opts, ret);
+    if (r < 0)
+        return r;
+    (void) engine_observe(e);
+    return 0;
+}

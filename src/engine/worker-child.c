@@ -1,0 +1,310 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+/*
+ * The worker's side (worker.h): `layoutd --worker`. One request on stdin,
+ * the engine on a detached copy of the agent's layout and record, record
+ * changes handed to the agent (and waited for) through the proxy store,
+ * progress and the result on stdout.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <sys/stat.h>
+#include <time.h>
+
+#include "engine.h"
+#include "place-workspaces.h"
+#include "util.h"
+#include "worker.h"
+
+/* Reads one line from fd 0, however long. Returns -EIO/-ENOMEM, 0 (EOF
+ * before a newline is -EPIPE). */
+static int read_line(char **ret) {
+    _cleanup_free_ char *buf = NULL;
+    size_t len = 0, size = 0;
+    for (;;) {
+        if (size - len < 4096) {
+            size_t want = MAX(size * 2, len + 65536);
+            char *t = realloc(buf, want);
+            if (!t)
+                return -ENOMEM;
+            buf = t;
+            size = want;
+        }
+        /* Byte by byte would be slow for a record of thousands of entries;
+         * whole reads are fine because the agent never sends ahead: after
+         * the request it only answers (one line per question). */
+        ssize_t n = read(STDIN_FILENO, buf + len, size - len - 1);
+        if (n < 0 && errno == EINTR)
+            continue;
+        if (n < 0)
+            return -errno;
+        if (n == 0)
+            return -EPIPE;
+        len += (size_t) n;
+        char *nl = memchr(buf, '\n', len);
+        if (nl) {
+            *nl = 0;
+            *ret = TAKE_PTR(buf);
+            return 0;
+        }
+    }
+}
+
+static int write_json(json_object *o) {
+    size_t len;
+    const char *s = json_object_to_json_string_length(o, JSON_C_TO_STRING_PLAIN | JSON_C_TO_STRING_NOSLASHESCAPE, &len);
+    if (!s)
+        return -ENOMEM;
+    if (fwrite(s, 1, len, stdout) != len || fputc('\n', stdout) == EOF || fflush(stdout) != 0)
+        return -EIO;
+    return 0;
+}
+
+/* ---- the proxy store: every save goes to the agent and waits ---------- */
+
+static int proxy_save(RecordStore *store, StateRecord *record, const char *volume) {
+    json_object *msg = json_object_new_object(), *v = NULL;
+    int r;
+    if (!msg)
+        return -ENOMEM;
+    VolumeRecord *rec = state_record_find_volume(record, volume);
+    if (rec && (r = volume_record_to_json(rec, &v)) < 0) {
+        json_object_put(msg);
+        return r;
+    }
+    json_object_object_add(msg, "type", json_object_new_string("save"));
+    json_object_object_add(msg, "name", json_object_new_string(volume));
+    json_object_object_add(msg, "volume", v);
+    r = write_json(msg);
+    json_object_put(msg);
+    if (r < 0)
+        return r;
+    _cleanup_free_ char *line = NULL;
+    r = read_line(&line);
+    if (r < 0)
+        return r;
+    json_object *ack = json_tokener_parse(line), *e;
+    if (!ack)
+        return -EBADMSG;
+    r = json_object_object_get_ex(ack, "error", &e) ? json_object_get_int(e) : -EBADMSG;
+    json_object_put(ack);
+    return r < 0 ? r : 0;
+}
+
+static RecordStore proxy_store = { .save = proxy_save };
+
+static void progress(void *userdata, const char *volume, const ApplyStepResult *step, bool done) {
+    json_object *msg = json_object_new_object();
+    if (!msg)
+        return;
+    json_object_object_add(msg, "type", json_object_new_string("progress"));
+    json_object_object_add(msg, "volume", json_object_new_string(volume));
+    json_object_object_add(msg, "step", json_object_new_string(plan_step_kind_to_string(step->kind) ?: "?"));
+    json_object_object_add(msg, "description", json_object_new_string(step->description ?: ""));
+    json_object_object_add(msg, "done", json_object_new_boolean(done));
+    json_object_object_add(msg, "changed", json_object_new_boolean(step->changed));
+    json_object_object_add(msg, "error", json_object_new_int(step->error));
+    json_object_object_add(msg, "message", step->message ? json_object_new_string(step->message) : NULL);
+    (void) write_json(msg);
+    json_object_put(msg);
+}
+
+/* ---- the operations ---------------------------------------------------- */
+
+typedef struct WorkerRun {
+    Engine *engine;
+    json_object *args;
+    ApplyResult *result;
+    json_object *extra;
+    char *message;
+    bool observation;     /* send e->observation with the result */
+} WorkerRun;
+
+static const char *arg_str(json_object *args, const char *k) {
+    json_object *v;
+    return json_object_object_get_ex(args, k, &v) && json_object_is_type(v, json_type_string)
+                   ? json_object_get_string(v)
+                   : NULL;
+}
+
+static int op_observe(WorkerRun *w) {
+    w->observation = true;
+    return engine_observe(w->engine);
+}
+
+static int op_apply(WorkerRun *w) {
+    w->observation = true;
+    return engine_apply(w->engine, arg_str(w->args, "only"), &w->result);
+}
+
+static int op_carve(WorkerRun *w) {
+    json_object *v;
+    PoolRole role = pool_role_from_string(arg_str(w->args, "role"));
+    if ((int) role < 0 || !json_object_object_get_ex(w->args, "index", &v))
+        return -EINVAL;
+    _cleanup_free_ char *name = NULL;
+    w->observation = true;
+    int r = engine_carve(w->engine, role, (unsigned) json_object_get_int(v), &w->result, &name);
+    if (r >= 0 && (w->extra = json_object_new_object()))
+        json_object_object_add(w->extra, "volume", json_object_new_string(name));
+    return r;
+}
+
+static int op_grow(WorkerRun *w) {
+    json_object *v;
+    const char *volume = arg_str(w->args, "volume");
+    if (!volume || !json_object_object_get_ex(w->args, "size", &v))
+        return -EINVAL;
+    w->observation = true;
+    return engine_grow(w->engine, volume, json_object_get_uint64(v), &w->result);
+}
+
+#define PROBE_FILE ".layoutd-flush-probe"
+
+/* The flush probe of one volume: a fresh 4 KiB file, written and fsynced,
+ * then removed. A fresh file needs new blocks and inodes, so a full or
+ * read-only volume fails here as it fails for its workspaces (ENOSPC,
+ * EROFS), where rewriting a file in place would still succeed. */
+static int probe_one(const char *dir, usec_t *ret_usec) {
+    static char block[4096];
+    _cleanup_free_ char *p = NULL;
+    memset(block, 0xa5, sizeof block);
+    if (asprintf(&p, "%s/%s", dir, PROBE_FILE) < 0)
+        return -ENOMEM;
+    (void) unlink(p); /* a probe killed mid-way left it */
+    usec_t t0 = now_usec(CLOCK_MONOTONIC);
+    int r = 0;
+    int fd = open(p, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, 0600);
+    if (fd < 0)
+        return -errno;
+    ssize_t n = write(fd, block, sizeof block);
+    if (n != (ssize_t) sizeof block)
+        r = n < 0 ? -errno : -ENOSPC;
+    else if (fsync(fd) < 0)
+        r = -errno;
+    *ret_usec = now_usec(CLOCK_MONOTONIC) - t0;
+    close(fd);
+    (void) unlink(p);
+    return r;
+}
+
+static int op_probe(WorkerRun *w) {
+    json_object *paths;
+    if (!json_object_object_get_ex(w->args, "paths", &paths) || !json_object_is_type(paths, json_type_array))
+        return -EINVAL;
+    json_object *out = json_object_new_array();
+    if (!out)
+        return -ENOMEM;
+    for (size_t i = 0; i < json_object_array_length(paths); i++) {
+        const char *dir = json_object_get_string(json_object_array_get_idx(paths, i));
+        usec_t us = 0;
+        int r = dir ? probe_one(dir, &us) : -EINVAL;
+        json_object *o = json_object_new_object();
+        json_object_object_add(o, "path", json_object_new_string(dir ?: ""));
+        json_object_object_add(o, "usec", json_object_new_uint64(us));
+        json_object_object_add(o, "error", json_object_new_int(r < 0 ? -r : 0));
+        json_object_array_add(out, o);
+    }
+    if (!(w->extra = json_object_new_object())) {
+        json_object_put(out);
+        return -ENOMEM;
+    }
+    json_object_object_add(w->extra, "probes", out);
+    return 0;
+}
+
+static int op_rmtree(WorkerRun *w) {
+    const char *dir = arg_str(w->args, "dir"), *name = arg_str(w->args, "name");
+    if (!dir || !name || strchr(name, '/') || streq(name, ".") || streq(name, ".."))
+        return -EINVAL;
+    _cleanup_close_ int fd = open(dir, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+    if (fd < 0)
+        return errno == ENOENT ? 0 : -errno;
+    int r = place_rmtree_at(fd, name);
+    if (r < 0 && asprintf(&w->message, "deleting %s/%s failed: %s%s", dir, name, strerror(-r),
+                          r == -EXDEV ? " (something is mounted inside it; unmount it first)" : "") < 0)
+        w->message = NULL;
+    return r;
+}
+
+static const struct {
+    const char *name;
+    int (*run)(WorkerRun *w);
+} operations[] = {
+    { WORKER_OP_OBSERVE, op_observe }, { WORKER_OP_APPLY, op_apply }, { WORKER_OP_CARVE, op_carve },
+    { WORKER_OP_GROW, op_grow },       { WORKER_OP_PROBE, op_probe }, { WORKER_OP_RMTREE, op_rmtree },
+};
+
+static int answer(int error, WorkerRun *w) {
+    json_object *msg = json_object_new_object(), *j;
+    if (!msg)
+        return 1;
+    json_object_object_add(msg, "type", json_object_new_string("result"));
+    json_object_object_add(msg, "error", json_object_new_int(error < 0 ? error : 0));
+    json_object_object_add(msg, "message", w->message || error < 0
+                                               ? json_object_new_string(w->message ?: strerror(-error))
+                                               : NULL);
+    if (w->result && apply_result_to_json(w->result, &j) >= 0)
+        json_object_object_add(msg, "result", j);
+    if (w->observation && w->engine && w->engine->observation && observation_to_json(w->engine->observation, &j) >= 0)
+        json_object_object_add(msg, "observation", j);
+    if (w->extra)
+        json_object_object_add(msg, "extra", json_object_get(w->extra));
+    int r = write_json(msg);
+    json_object_put(msg);
+    return r < 0 ? 1 : 0;
+}
+
+int worker_main(void) {
+    _cleanup_free_ char *line = NULL;
+    WorkerRun w = {};
+    Layout *layout = NULL;
+    StateRecord *record = NULL;
+    LayoutErrors errors = {};
+    json_object *req = NULL, *v;
+    int r, code;
+
+    r = read_line(&line);
+    if (r < 0) {
+        fprintf(stderr, "layoutd --worker: no request on stdin: %s\n", strerror(-r));
+        return 2;
+    }
+    req = json_tokener_parse(line);
+    const char *op = req ? arg_str(req, "op") : NULL, *yaml = req ? arg_str(req, "layout") : NULL;
+    if (!op || !yaml || !json_object_object_get_ex(req, "record", &v)) {
+        fprintf(stderr, "layoutd --worker: malformed request\n");
+        json_object_put(req);
+        return 2;
+    }
+    const char *source = arg_str(req, "layout_source");
+    r = layout_parse_string(yaml, strlen(yaml), source ?: "<agent>", &layout, &errors);
+    layout_errors_clear(&errors);
+    if (r >= 0 && source) {
+        free(layout->source);
+        layout->source = strdup(source);
+    }
+    if (r >= 0)
+        r = state_record_from_json_string(json_object_to_json_string_ext(v, JSON_C_TO_STRING_PLAIN), &record);
+    if (r >= 0)
+        r = engine_new_detached(TAKE_PTR(layout), TAKE_PTR(record), &proxy_store, &w.engine);
+    layout_free(layout);
+    state_record_free(record);
+    if (r >= 0) {
+        w.engine->progress = progress;
+        if (!json_object_object_get_ex(req, "args", &w.args))
+            w.args = NULL;
+        r = -EOPNOTSUPP;
+        for (size_t i = 0; i < ELEMENTSOF(operations); i++)
+            if (streq(operations[i].name, op)) {
+                r = operations[i].run(&w);
+                break;
+            }
+    }
+    code = answer(r, &w);
+    apply_result_free(w.result);
+    json_object_put(w.extra);
+    free(w.message);
+    engine_free(w.engine);
+    json_object_put(req);
+    return code;
+}

@@ -1,0 +1,268 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+/* The loop-ext4/loop-xfs planner: one test per step sequence, refusal and
+ * drift case. Observations are built by hand (no device). */
+#include "plan-fixture.h"
+
+typedef struct Case {
+    Layout *l;
+    Observation *o;
+    VolumeObservation *v;
+    StateRecord *s;
+} Case;
+
+static int setup(void **state) {
+    Case *c = calloc(1, sizeof(*c));
+    c->l = fixture_layout(BACKEND_LOOP_EXT4, POOL_STATE);
+    c->o = fixture_obs(BACKEND_LOOP_EXT4, POOL_STATE);
+    c->v = &c->o->volumes[0];
+    *state = c;
+    return 0;
+}
+
+static int teardown(void **state) {
+    Case *c = *state;
+    layout_free(c->l);
+    observation_free(c->o);
+    state_record_free(c->s);
+    free(c);
+    return 0;
+}
+
+/* A formatted volume of ours, attached with DIO and mounted. */
+static void in_service(Case *c) {
+    c->s = fixture_record(c->v, true, true, "ext4", "u-1");
+    c->v->file_exists = c->v->file_is_regular = true;
+    c->v->file_size = 1 * GIB;
+    fixture_probe(&c->v->probe, &c->v->probed, false, "ext4", "U-1"); /* UUIDs compare case-insensitively */
+    c->v->attached = true;
+    c->v->loop.direct_io = true;
+    c->v->loop.node = strdup("/dev/loop7");
+    c->v->mounted = c->v->mounted_ours = true;
+}
+
+static void test_fresh(void **state) {
+    Case *c = *state;
+    fixture_expect(c->l, NULL, c->o, "create-file,attach,format,mount", NULL, false);
+    c->l->pools[POOL_STATE].writeback.max_bytes = 64 * MIB;
+    fixture_expect(c->l, NULL, c->o, "create-file,attach,format,mount,set-limits", NULL, false);
+}
+
+static void test_nothing_to_do(void **state) {
+    Case *c = *state;
+    in_service(c);
+    fixture_expect(c->l, c->s, c->o, "", NULL, false);
+}
+
+static void test_after_reboot(void **state) {
+    Case *c = *state;
+    in_service(c);
+    c->v->attached = c->v->mounted = c->v->mounted_ours = false;
+    fixture_expect(c->l, c->s, c->o, "attach,mount", NULL, false);
+}
+
+static void test_grow(void **state) {
+    Case *c = *state;
+    in_service(c);
+    c->l->pools[POOL_STATE].volume_size = 2 * GIB;
+    fixture_expect(c->l, c->s, c->o, "grow", NULL, false);
+    /* A grow that stopped half-way (file extended, fs not): the record's
+     * size did not move, so it is planned again. */
+    c->v->file_size = 2 * GIB;
+    fixture_expect(c->l, c->s, c->o, "grow", NULL, false);
+}
+
+static void test_refuse_shrink(void **state) {
+    Case *c = *state;
+    in_service(c);
+    c->l->pools[POOL_STATE].volume_size = 512 * MIB;
+    /* A note: the volume stays in service at its size. */
+    fixture_expect(c->l, c->s, c->o, "refuse", "shrink", false);
+}
+
+static void test_drift_buffered(void **state) {
+    Case *c = *state;
+    in_service(c);
+    c->v->loop.direct_io = false;
+    fixture_expect(c->l, c->s, c->o, "drift", "buffered", false);
+}
+
+static void test_reattach_buffered(void **state) {
+    Case *c = *state;
+    in_service(c);
+    c->v->loop.direct_io = false;
+    c->v->mounted = c->v->mounted_ours = false;
+    fixture_expect(c->l, c->s, c->o, "detach,attach,mount", NULL, false);
+}
+
+static void test_drift_mounted_elsewhere(void **state) {
+    Case *c = *state;
+    in_service(c);
+    c->v->mounted = c->v->mounted_ours = false;
+    c->v->loop_mounted_elsewhere = true;
+    c->v->loop_mount.target = strdup("/mnt/hand");
+    fixture_expect(c->l, c->s, c->o, "drift", "mounted-elsewhere", true);
+}
+
+static void test_refuse_not_ours(void **state) {
+    Case *c = *state;
+    c->v->file_exists = c->v->file_is_regular = true;
+    c->v->file_size = 1 * GIB;
+    fixture_probe(&c->v->probe, &c->v->probed, false, "ext4", "foreign");
+    fixture_expect(c->l, NULL, c->o, "refuse", "not-ours", true);
+    fixture_probe(&c->v->probe, &c->v->probed, true, NULL, NULL); /* blank, but no record says it is ours */
+    fixture_expect(c->l, NULL, c->o, "refuse", "not-ours", true);
+}
+
+static void test_refuse_uuid_changed(void **state) {
+    Case *c = *state;
+    in_service(c);
+    fixture_probe(&c->v->probe, &c->v->probed, false, "ext4", "u-2");
+    fixture_expect(c->l, c->s, c->o, "refuse", "uuid-changed", true);
+    fixture_probe(&c->v->probe, &c->v->probed, false, "xfs", "u-1"); /* same UUID, other type */
+    fixture_expect(c->l, c->s, c->o, "refuse", "uuid-changed", true);
+}
+
+static void test_refuse_signature_lost(void **state) {
+    Case *c = *state;
+    in_service(c);
+    fixture_probe(&c->v->probe, &c->v->probed, true, NULL, NULL);
+    fixture_expect(c->l, c->s, c->o, "refuse", "signature-lost", true); /* never re-format */
+}
+
+static void test_drift_backing_deleted(void **state) {
+    Case *c = *state;
+    in_service(c);
+    c->v->file_exists = c->v->attached = c->v->mounted = c->v->mounted_ours = false;
+    fixture_expect(c->l, c->s, c->o, "drift", "backing-deleted", true); /* never silently re-create */
+}
+
+static void test_refuse_mount_path_busy(void **state) {
+    Case *c = *state;
+    in_service(c);
+    c->v->mounted_ours = false;
+    c->v->mount.source = strdup("/dev/sdz");
+    fixture_expect(c->l, c->s, c->o, "refuse", "mount-path-busy", true);
+}
+
+static void test_refuse_backing_unreadable(void **state) {
+    Case *c = *state;
+    c->v->file_error = EACCES;
+    fixture_expect(c->l, NULL, c->o, "refuse", "backing-unreadable", true);
+}
+
+static void test_refuse_not_regular(void **state) {
+    Case *c = *state;
+    c->v->file_exists = true;
+    fixture_expect(c->l, NULL, c->o, "refuse", "not-regular", true);
+}
+
+static void test_refuse_probe_failed(void **state) {
+    Case *c = *state;
+    c->s = fixture_record(c->v, true, false, NULL, NULL);
+    c->v->file_exists = c->v->file_is_regular = true;
+    c->v->probe_error = EIO;
+    fixture_expect(c->l, c->s, c->o, "refuse", "probe-failed", true);
+}
+
+static void test_unformatted_ours(void **state) {
+    Case *c = *state;
+    /* Not yet formatted: a blank file we created is formatted; our UUID
+     * (chosen before mkfs) is adopted; anything else is refused. */
+    c->s = fixture_record(c->v, true, false, "ext4", "u-9");
+    c->v->file_exists = c->v->file_is_regular = true;
+    c->v->file_size = 1 * GIB;
+    fixture_probe(&c->v->probe, &c->v->probed, true, NULL, NULL);
+    fixture_expect(c->l, c->s, c->o, "attach,format,mount", NULL, false);
+    fixture_probe(&c->v->probe, &c->v->probed, false, "ext4", "u-9");
+    fixture_expect(c->l, c->s, c->o, "adopt,attach,mount", NULL, false);
+}
+
+static void test_refuse_foreign_signature(void **state) {
+    Case *c = *state;
+    c->s = fixture_record(c->v, true, false, "ext4", "u-9");
+    c->v->file_exists = c->v->file_is_regular = true;
+    fixture_probe(&c->v->probe, &c->v->probed, false, "crypto_LUKS", "x");
+    fixture_expect(c->l, c->s, c->o, "refuse", "foreign-signature", true);
+    /* Our fs type with a UUID we never chose: foreign too. */
+    fixture_probe(&c->v->probe, &c->v->probed, false, "ext4", "u-other");
+    fixture_expect(c->l, c->s, c->o, "refuse", "foreign-signature", true);
+}
+
+static void test_refuse_backend_changed(void **state) {
+    Case *c = *state;
+    in_service(c);
+    c->l->pools[POOL_STATE].backend = BACKEND_LOOP_XFS;
+    fixture_expect(c->l, c->s, c->o, "refuse", "backend-changed", true);
+}
+
+static void test_drift_not_declared(void **state) {
+    Case *c = *state;
+    in_service(c);
+    c->v->declared = false;
+    fixture_expect(c->l, c->s, c->o, "drift", "not-declared", false);
+}
+
+static void test_grow_plan(void **state) {
+    Case *c = *state;
+    in_service(c);
+    Plan *p = NULL;
+    assert_int_equal(volumes_plan_grow(c->l, c->s, c->o, "state-0", 2 * GIB, &p), 0);
+    char *k = fixture_kinds(p);
+    assert_string_equal(k, "grow");
+    assert_int_equal(p->steps[0].size, 2 * GIB);
+    free(k);
+    plan_free(p);
+    assert_int_equal(volumes_plan_grow(c->l, c->s, c->o, "state-0", 1 * GIB, &p), 0);
+    assert_true(plan_has_reason(p, "state-0", "shrink"));
+    plan_free(p);
+    c->v->mounted_ours = false;
+    assert_int_equal(volumes_plan_grow(c->l, c->s, c->o, "state-0", 2 * GIB, &p), 0);
+    assert_true(plan_has_reason(p, "state-0", "not-mounted"));
+    plan_free(p);
+    assert_int_equal(volumes_plan_grow(c->l, c->s, c->o, "state-9", 2 * GIB, &p), -ENOENT);
+}
+
+static void test_label(void **unused) {
+    char *s = NULL;
+    assert_int_equal(plan_volume_label("ext4", POOL_STATE, 0, "state-0", &s), 0);
+    assert_string_equal(s, "ld-state-0");
+    free(s);
+    assert_int_equal(plan_volume_label("xfs", POOL_CONTENT, 1, "content-1", &s), 0);
+    assert_string_equal(s, "ld-content-1");
+    free(s);
+    assert_int_equal(plan_volume_label("xfs", POOL_CONTENT, 12, "content-12", &s), 0);
+    assert_string_equal(s, "ld-c12"); /* 13 chars > XFS's 12 */
+    free(s);
+    assert_int_equal(plan_step_kind_from_string("grow"), PLAN_STEP_GROW);
+    assert_int_equal(plan_step_kind_from_string("nope"), _PLAN_STEP_KIND_INVALID);
+}
+
+#define T(f) cmocka_unit_test_setup_teardown(f, setup, teardown)
+
+int main(void) {
+    const struct CMUnitTest tests[] = {
+        T(test_fresh),
+        T(test_nothing_to_do),
+        T(test_after_reboot),
+        T(test_grow),
+        T(test_refuse_shrink),
+        T(test_drift_buffered),
+        T(test_reattach_buffered),
+        T(test_drift_mounted_elsewhere),
+        T(test_refuse_not_ours),
+        T(test_refuse_uuid_changed),
+        T(test_refuse_signature_lost),
+        T(test_drift_backing_deleted),
+        T(test_refuse_mount_path_busy),
+        T(test_refuse_backing_unreadable),
+        T(test_refuse_not_regular),
+        T(test_refuse_probe_failed),
+        T(test_unformatted_ours),
+        T(test_refuse_foreign_signature),
+        T(test_refuse_backend_changed),
+        T(test_drift_not_declared),
+        T(test_grow_plan),
+        cmocka_unit_test(test_label),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
