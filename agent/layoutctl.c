@@ -23,10 +23,12 @@ static const LayoutctlVerb verbs[] = {
     { "status", "the running agent's state and a summary", layoutctl_status },
     { "volumes", "list the volumes (flush domains) of the running agent", layoutctl_volumes },
     { "workspaces", "list the workspaces of the running agent", layoutctl_workspaces },
+    { "show", "everything about one workspace or volume (ID)", layoutctl_show },
     { "add", "create a workspace (ID [--tenant T] [--quota SIZE] [--label K=V])", layoutctl_add },
     { "rm", "remove a workspace (ID [--destroy-data])", layoutctl_rm },
     { "restart", "restart a workspace's FUSE daemon (ID)", layoutctl_restart },
     { "reload", "make the running agent re-read its layout", layoutctl_reload },
+    { "events", "follow the running agent's events ([--since N])", layoutctl_events },
 };
 
 static void usage(FILE *f) {

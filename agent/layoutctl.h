@@ -33,7 +33,8 @@ int layoutctl_apply(int argc, char **argv, const LayoutctlGlobals *g);
 int layoutctl_teardown(int argc, char **argv, const LayoutctlGlobals *g);
 int layoutctl_repair(int argc, char **argv, const LayoutctlGlobals *g);
 int layoutctl_why(int argc, char **argv, const LayoutctlGlobals *g);
-/* The client verbs: HTTP to the running agent's API (layoutctl-client.c). */
+/* The client verbs: HTTP to the running agent's API (layoutctl-list.c,
+ * layoutctl-ops.c, layoutctl-events.c over layoutctl-http.c). */
 int layoutctl_status(int argc, char **argv, const LayoutctlGlobals *g);
 int layoutctl_volumes(int argc, char **argv, const LayoutctlGlobals *g);
 int layoutctl_workspaces(int argc, char **argv, const LayoutctlGlobals *g);
@@ -41,3 +42,5 @@ int layoutctl_add(int argc, char **argv, const LayoutctlGlobals *g);
 int layoutctl_rm(int argc, char **argv, const LayoutctlGlobals *g);
 int layoutctl_restart(int argc, char **argv, const LayoutctlGlobals *g);
 int layoutctl_reload(int argc, char **argv, const LayoutctlGlobals *g);
+int layoutctl_show(int argc, char **argv, const LayoutctlGlobals *g);
+int layoutctl_events(int argc, char **argv, const LayoutctlGlobals *g);

@@ -209,6 +209,8 @@ int api_operation_to_json(const ApiOperation *op, json_object **ret) {
         }
     } else
         json_object_object_add(o, "error", NULL);
+    json_object_object_add(o, "status", op->state == API_OPERATION_SUCCEEDED ? json_object_new_int((int) op->status)
+                                                                           : NULL);
     json_object_object_add(o, "result", op->result ? json_object_get(op->result) : NULL);
     *ret = o;
     return 0;

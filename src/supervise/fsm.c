@@ -50,166 +50,156 @@ static void decide_after_death(const FsmInput *in, bool failed, FsmOutput *o) {
     }
 }
 
-int fsm_transition(const FsmInput *in, SupervisorEvent ev, FsmOutput *ret) {
-    FsmOutput o = { .state = in->state, .intent = in->intent, .actions = 0 };
-    bool handled = true;
+/* ---- the rules that depend on more than (state, event) ---------------- */
 
-    switch (in->state) {
-    case SUPERVISOR_STOPPED:
-    case SUPERVISOR_FAILED:
-        switch (ev) {
-        case SUPERVISOR_EVENT_START:
-            if (in->state == SUPERVISOR_FAILED) {
-                handled = false; /* FAILED stays until an explicit restart */
-                break;
-            }
-            o.state = SUPERVISOR_STARTING;
-            o.actions = SUPERVISOR_ACTION_CLEANUP_MOUNT | SUPERVISOR_ACTION_SPAWN;
-            break;
-        case SUPERVISOR_EVENT_RESTART_REQUESTED:
-            o.state = SUPERVISOR_STARTING;
-            o.actions = SUPERVISOR_ACTION_RESET_TALLY | SUPERVISOR_ACTION_CLEANUP_MOUNT |
-                        SUPERVISOR_ACTION_SPAWN;
-            break;
-        case SUPERVISOR_EVENT_ADOPTED:
-            o.state = SUPERVISOR_RUNNING;
-            break;
-        case SUPERVISOR_EVENT_STOP_REQUESTED:
-            if (in->state == SUPERVISOR_FAILED)
-                o.state = SUPERVISOR_STOPPED;
-            else
-                handled = false;
-            break;
-        default:
-            handled = false;
-        }
-        break;
+/* The daemon could not be started at all. */
+static bool on_spawn_failed(const FsmInput *in, FsmOutput *o) {
+    decide_after_death(in, true, o);
+    return true;
+}
 
-    case SUPERVISOR_STARTING:
-    case SUPERVISOR_RUNNING:
-        switch (ev) {
-        case SUPERVISOR_EVENT_READY:
-            if (in->state == SUPERVISOR_RUNNING) {
-                handled = false;
-                break;
-            }
-            o.state = SUPERVISOR_RUNNING;
-            o.actions = SUPERVISOR_ACTION_CANCEL_TIMER;
-            break;
-        case SUPERVISOR_EVENT_READY_TIMEOUT:
-            if (in->state != SUPERVISOR_STARTING) {
-                handled = false;
-                break;
-            }
-            /* Never mounted in time: kill the whole group, count it as a
-             * failure when it is gone. */
-            o.state = SUPERVISOR_STOPPING;
-            o.intent = SUPERVISOR_INTENT_FAILURE;
-            o.actions = SUPERVISOR_ACTION_CANCEL_TIMER | SUPERVISOR_ACTION_KILL;
-            break;
-        case SUPERVISOR_EVENT_SPAWN_FAILED:
-            decide_after_death(in, true, &o);
-            break;
-        case SUPERVISOR_EVENT_EXITED:
-            /* Dying before the mount was up is a failure whatever the
-             * status: the daemon never served. */
-            decide_after_death(in, in->exit_failed || in->state == SUPERVISOR_STARTING, &o);
-            break;
-        case SUPERVISOR_EVENT_STOP_REQUESTED:
-            o.state = SUPERVISOR_STOPPING;
-            o.intent = SUPERVISOR_INTENT_STOP;
-            o.actions = SUPERVISOR_ACTION_CANCEL_TIMER | SUPERVISOR_ACTION_TERM;
-            break;
-        case SUPERVISOR_EVENT_RESTART_REQUESTED:
-            o.state = SUPERVISOR_STOPPING;
-            o.intent = SUPERVISOR_INTENT_RESTART;
-            o.actions = SUPERVISOR_ACTION_CANCEL_TIMER | SUPERVISOR_ACTION_TERM;
-            break;
-        case SUPERVISOR_EVENT_HANG_DETECTED:
-            if (in->state != SUPERVISOR_RUNNING) {
-                handled = false;
-                break;
-            }
-            o.actions = SUPERVISOR_ACTION_NOTIFY_HANG;
-            if (in->restart_on_hang) {
-                /* A hung daemon may not act on SIGTERM, and its unmount
-                 * would wait on the stuck requests: abort the connection
-                 * (stuck callers get ENOTCONN) and kill it. */
-                o.state = SUPERVISOR_STOPPING;
-                o.intent = SUPERVISOR_INTENT_FAILURE;
-                o.actions |= SUPERVISOR_ACTION_CANCEL_TIMER | SUPERVISOR_ACTION_ABORT_CONN |
-                             SUPERVISOR_ACTION_KILL;
-            }
-            break;
-        default:
-            handled = false;
-        }
-        break;
+/* Dying before the mount was up is a failure whatever the status: the
+ * daemon never served. */
+static bool on_exited_starting(const FsmInput *in, FsmOutput *o) {
+    decide_after_death(in, true, o);
+    return true;
+}
 
-    case SUPERVISOR_STOPPING:
-        switch (ev) {
-        case SUPERVISOR_EVENT_EXITED:
-            switch (in->intent) {
-            case SUPERVISOR_INTENT_RESTART:
-                o.state = SUPERVISOR_STARTING;
-                o.intent = SUPERVISOR_INTENT_NONE;
-                o.actions = SUPERVISOR_ACTION_CANCEL_TIMER | SUPERVISOR_ACTION_CLEANUP_MOUNT |
-                            SUPERVISOR_ACTION_RESET_TALLY | SUPERVISOR_ACTION_SPAWN;
-                break;
-            case SUPERVISOR_INTENT_FAILURE:
-                decide_after_death(in, true, &o);
-                break;
-            default:
-                o.state = SUPERVISOR_STOPPED;
-                o.intent = SUPERVISOR_INTENT_NONE;
-                o.actions = SUPERVISOR_ACTION_CANCEL_TIMER | SUPERVISOR_ACTION_CLEANUP_MOUNT;
-            }
-            break;
-        case SUPERVISOR_EVENT_STOP_TIMEOUT:
-            o.actions = SUPERVISOR_ACTION_KILL;
-            break;
-        case SUPERVISOR_EVENT_STOP_REQUESTED:
-            /* A stop wins over a pending restart, and is idempotent. */
-            if (in->intent == SUPERVISOR_INTENT_STOP)
-                handled = false;
-            else
-                o.intent = SUPERVISOR_INTENT_STOP;
-            break;
-        case SUPERVISOR_EVENT_RESTART_REQUESTED:
-            if (in->intent == SUPERVISOR_INTENT_FAILURE)
-                o.intent = SUPERVISOR_INTENT_RESTART;
-            else
-                handled = false;
-            break;
-        default:
-            handled = false;
-        }
-        break;
+static bool on_exited_running(const FsmInput *in, FsmOutput *o) {
+    decide_after_death(in, in->exit_failed, o);
+    return true;
+}
 
-    case SUPERVISOR_BACKOFF:
-        switch (ev) {
-        case SUPERVISOR_EVENT_BACKOFF_ELAPSED:
-            o.state = SUPERVISOR_STARTING;
-            o.actions = SUPERVISOR_ACTION_CLEANUP_MOUNT | SUPERVISOR_ACTION_SPAWN;
-            break;
-        case SUPERVISOR_EVENT_RESTART_REQUESTED:
-            o.state = SUPERVISOR_STARTING;
-            o.actions = SUPERVISOR_ACTION_CANCEL_TIMER | SUPERVISOR_ACTION_RESET_TALLY |
-                        SUPERVISOR_ACTION_CLEANUP_MOUNT | SUPERVISOR_ACTION_SPAWN;
-            break;
-        case SUPERVISOR_EVENT_STOP_REQUESTED:
-            o.state = SUPERVISOR_STOPPED;
-            o.actions = SUPERVISOR_ACTION_CANCEL_TIMER;
-            break;
-        default:
-            handled = false;
-        }
-        break;
-
-    default:
-        return -EINVAL;
+static bool on_hang(const FsmInput *in, FsmOutput *o) {
+    o->actions = SUPERVISOR_ACTION_NOTIFY_HANG;
+    if (in->restart_on_hang) {
+        /* A hung daemon may not act on SIGTERM, and its unmount would wait
+         * on the stuck requests: abort the connection (stuck callers get
+         * ENOTCONN) and kill it. */
+        o->state = SUPERVISOR_STOPPING;
+        o->intent = SUPERVISOR_INTENT_FAILURE;
+        o->actions |= SUPERVISOR_ACTION_CANCEL_TIMER | SUPERVISOR_ACTION_ABORT_CONN | SUPERVISOR_ACTION_KILL;
     }
+    return true;
+}
 
+/* What a daemon we stopped leads to depends on why we stopped it. */
+static bool on_exited_stopping(const FsmInput *in, FsmOutput *o) {
+    switch (in->intent) {
+    case SUPERVISOR_INTENT_RESTART:
+        o->state = SUPERVISOR_STARTING;
+        o->intent = SUPERVISOR_INTENT_NONE;
+        o->actions = SUPERVISOR_ACTION_CANCEL_TIMER | SUPERVISOR_ACTION_CLEANUP_MOUNT |
+                     SUPERVISOR_ACTION_RESET_TALLY | SUPERVISOR_ACTION_SPAWN;
+        break;
+    case SUPERVISOR_INTENT_FAILURE:
+        decide_after_death(in, true, o);
+        break;
+    default:
+        o->state = SUPERVISOR_STOPPED;
+        o->intent = SUPERVISOR_INTENT_NONE;
+        o->actions = SUPERVISOR_ACTION_CANCEL_TIMER | SUPERVISOR_ACTION_CLEANUP_MOUNT;
+    }
+    return true;
+}
+
+/* A stop wins over a pending restart, and is idempotent. */
+static bool on_stop_while_stopping(const FsmInput *in, FsmOutput *o) {
+    if (in->intent == SUPERVISOR_INTENT_STOP)
+        return false;
+    o->intent = SUPERVISOR_INTENT_STOP;
+    return true;
+}
+
+/* A restart asked for while we kill a misbehaving daemon replaces the
+ * policy's decision; during a stop or a restart it means nothing. */
+static bool on_restart_while_stopping(const FsmInput *in, FsmOutput *o) {
+    if (in->intent != SUPERVISOR_INTENT_FAILURE)
+        return false;
+    o->intent = SUPERVISOR_INTENT_RESTART;
+    return true;
+}
+
+/*
+ * The table, s6-supervise's way: one cell per (state, event). An empty
+ * cell is an event that means nothing in that state (ignored). A cell is
+ * either a plain rule (the next state, the intent or KEEP, the actions) or
+ * a function for the rules that look at more facts.
+ */
+typedef struct FsmRule {
+    bool valid;
+    SupervisorState next;
+    int intent;                  /* SupervisorIntent, or KEEP */
+    unsigned actions;
+    bool (*fn)(const FsmInput *in, FsmOutput *o); /* false: ignored after all */
+} FsmRule;
+
+#define KEEP (-1)
+#define GO(state, acts) { .valid = true, .next = (state), .intent = KEEP, .actions = (acts) }
+#define GOI(state, why, acts) { .valid = true, .next = (state), .intent = (why), .actions = (acts) }
+#define FN(f) { .valid = true, .fn = (f) }
+
+#define S(x) SUPERVISOR_##x
+#define E(x) SUPERVISOR_EVENT_##x
+#define A(x) SUPERVISOR_ACTION_##x
+#define I(x) SUPERVISOR_INTENT_##x
+
+static const FsmRule fsm_table[_SUPERVISOR_STATE_MAX][_SUPERVISOR_EVENT_MAX] = {
+    [S(STOPPED)] = {
+        [E(START)] = GO(S(STARTING), A(CLEANUP_MOUNT) | A(SPAWN)),
+        [E(RESTART_REQUESTED)] = GO(S(STARTING), A(RESET_TALLY) | A(CLEANUP_MOUNT) | A(SPAWN)),
+        [E(ADOPTED)] = GO(S(RUNNING), 0),
+    },
+    /* FAILED stays until an explicit restart (START does nothing). */
+    [S(FAILED)] = {
+        [E(RESTART_REQUESTED)] = GO(S(STARTING), A(RESET_TALLY) | A(CLEANUP_MOUNT) | A(SPAWN)),
+        [E(ADOPTED)] = GO(S(RUNNING), 0),
+        [E(STOP_REQUESTED)] = GO(S(STOPPED), 0),
+    },
+    [S(STARTING)] = {
+        [E(READY)] = GO(S(RUNNING), A(CANCEL_TIMER)),
+        /* Never mounted in time: kill the whole group, count it as a
+         * failure when it is gone. */
+        [E(READY_TIMEOUT)] = GOI(S(STOPPING), I(FAILURE), A(CANCEL_TIMER) | A(KILL)),
+        [E(SPAWN_FAILED)] = FN(on_spawn_failed),
+        [E(EXITED)] = FN(on_exited_starting),
+        [E(STOP_REQUESTED)] = GOI(S(STOPPING), I(STOP), A(CANCEL_TIMER) | A(TERM)),
+        [E(RESTART_REQUESTED)] = GOI(S(STOPPING), I(RESTART), A(CANCEL_TIMER) | A(TERM)),
+    },
+    [S(RUNNING)] = {
+        [E(SPAWN_FAILED)] = FN(on_spawn_failed),
+        [E(EXITED)] = FN(on_exited_running),
+        [E(STOP_REQUESTED)] = GOI(S(STOPPING), I(STOP), A(CANCEL_TIMER) | A(TERM)),
+        [E(RESTART_REQUESTED)] = GOI(S(STOPPING), I(RESTART), A(CANCEL_TIMER) | A(TERM)),
+        [E(HANG_DETECTED)] = FN(on_hang),
+    },
+    [S(STOPPING)] = {
+        [E(EXITED)] = FN(on_exited_stopping),
+        [E(STOP_TIMEOUT)] = GO(S(STOPPING), A(KILL)),
+        [E(STOP_REQUESTED)] = FN(on_stop_while_stopping),
+        [E(RESTART_REQUESTED)] = FN(on_restart_while_stopping),
+    },
+    [S(BACKOFF)] = {
+        [E(BACKOFF_ELAPSED)] = GO(S(STARTING), A(CLEANUP_MOUNT) | A(SPAWN)),
+        [E(RESTART_REQUESTED)] = GO(S(STARTING), A(CANCEL_TIMER) | A(RESET_TALLY) | A(CLEANUP_MOUNT) | A(SPAWN)),
+        [E(STOP_REQUESTED)] = GO(S(STOPPED), A(CANCEL_TIMER)),
+    },
+};
+
+int fsm_transition(const FsmInput *in, SupervisorEvent ev, FsmOutput *ret) {
+    if ((int) in->state < 0 || in->state >= _SUPERVISOR_STATE_MAX || (int) ev < 0 || ev >= _SUPERVISOR_EVENT_MAX)
+        return -EINVAL;
+    const FsmRule *rule = &fsm_table[in->state][ev];
+    FsmOutput o = { .state = in->state, .intent = in->intent, .actions = 0 };
+    bool handled = rule->valid;
+    if (handled && rule->fn)
+        handled = rule->fn(in, &o);
+    else if (handled) {
+        o.state = rule->next;
+        if (rule->intent != KEEP)
+            o.intent = (SupervisorIntent) rule->intent;
+        o.actions = rule->actions;
+    }
     if (!handled) {
         *ret = (FsmOutput) { .state = in->state, .intent = in->intent, .actions = 0 };
         return -ESTALE;

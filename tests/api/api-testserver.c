@@ -268,10 +268,20 @@ static int fake_delete_workspace(void *ud, ApiCall *call) {
 
 /* The fake daemon is "back" a moment after a restart: the operation ends
  * then, as the agent's does when the daemon's mount appears. */
+typedef struct RestartJob {
+    FakeEngine *engine;
+    ApiOperation *op;
+    char *id;
+} RestartJob;
+
 static int on_restart_done(sd_event_source *s, uint64_t usec, void *userdata) {
-    ApiOperation *op = userdata;
-    api_operation_succeed(op, 200, json_object_new_object());
-    api_operation_unref(op);
+    RestartJob *j = userdata;
+    FakeWorkspace *w = fake_find(j->engine, j->id, NULL);
+    api_operation_step_done(j->op, 0, 0, "pid %d", w ? (int) w->pid : 0);
+    api_operation_succeed(j->op, 200, w ? workspace_json(j->engine, w) : NULL);
+    api_operation_unref(j->op);
+    free(j->id);
+    free(j);
     sd_event_source_disable_unref(s);
     return 0;
 }
@@ -288,9 +298,16 @@ static int fake_restart_workspace(void *ud, ApiCall *call) {
     json_object_object_add(o, "id", json_object_new_string(id));
     json_object_object_add(o, "restarting", json_object_new_boolean(true));
     call->reply = o;
-    if (sd_event_add_time_relative(e->event, NULL, CLOCK_MONOTONIC, 100 * USEC_PER_MSEC, 0, on_restart_done,
-                                   api_operation_ref(call->operation)) < 0)
-        api_operation_succeed(call->operation, 200, NULL);
+    RestartJob *j = calloc(1, sizeof(*j));
+    if (!j || !(j->id = strdup(id))) {
+        free(j);
+        return -ENOMEM;
+    }
+    j->engine = e;
+    j->op = api_operation_ref(call->operation);
+    (void) api_operation_step(call->operation, "restarting the FUSE daemon");
+    if (sd_event_add_time_relative(e->event, NULL, CLOCK_MONOTONIC, 100 * USEC_PER_MSEC, 0, on_restart_done, j) < 0)
+        return -ENOMEM;
     return 1;
 }
 

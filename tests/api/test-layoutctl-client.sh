@@ -46,7 +46,10 @@ assert_eq json-ws "$(json_get "$WORK/j4" id)" "add --json"
 rc=0; ctl add new-ws 2>"$WORK/err" || rc=$?
 assert_eq 1 "$rc" "duplicate add exit code"
 grep -q "exists already (HTTP 409, exists)" "$WORK/err" || fail "duplicate add message: $(cat "$WORK/err")"
-assert_eq "Restarting the daemon of workspace new-ws" "$(ctl restart new-ws)" "restart"
+# restart waits for the operation: its steps on stderr, the outcome on stdout.
+out=$(ctl restart new-ws 2>"$WORK/steps")
+grep -Eq '^Restarted the daemon of workspace new-ws \(pid [0-9]+\)$' <<<"$out" || fail "restart: $out"
+grep -q 'restarting the FUSE daemon: done, pid' "$WORK/steps" || fail "restart steps: $(cat "$WORK/steps")"
 assert_eq 200 "$(req "$S" GET /v1/workspaces/new-ws)" "after restart"
 assert_eq 1 "$(json_get "$WORK/body" daemon.restarts)" "restart reached the engine"
 assert_eq "Removed workspace new-ws (data kept)" "$(ctl rm new-ws)" "rm"
@@ -56,9 +59,42 @@ rc=0; ctl rm new-ws 2>"$WORK/err" || rc=$?
 assert_eq 1 "$rc" "rm of a missing workspace"
 grep -q "No workspace 'new-ws' (HTTP 404, not_found)" "$WORK/err" || fail "rm message: $(cat "$WORK/err")"
 ctl reload | grep -q '^Reloaded the layout: unchanged' || fail "reload"
+# --no-wait: the operation is printed, the command returns at once.
+out=$(ctl restart ws-1 --no-wait)
+grep -q '^Accepted: operation op-[0-9a-f]*' <<<"$out" || fail "restart --no-wait: $out"
+ctl restart ws-1 --no-wait --json >"$WORK/j5"
+json_check "$WORK/j5" id restarting operation.id operation.state
+
+log "lists: -o, --no-legend, --bytes; show"
+out=$(ctl workspaces -o id,daemon,volume --no-legend)
+grep -Eq '^ws-1 +running +state-1$' <<<"$out" || fail "workspaces -o: $out"
+head -n1 <<<"$(ctl volumes -o NAME,SIZE)" | grep -Eq '^NAME +SIZE$' || fail "volumes -o header"
+grep -Eq '^state-0 +8589934592$' <<<"$(ctl volumes -o name,size --bytes --no-legend)" || fail "volumes --bytes"
+rc=0; ctl volumes -o name,bogus 2>"$WORK/err" >/dev/null || rc=$?
+assert_eq 2 "$rc" "unknown column"
+grep -q "unknown column 'bogus'" "$WORK/err" || fail "unknown column message: $(cat "$WORK/err")"
+ctl show ws-1 | grep -Eq '^daemon\.state +running$' || fail "show workspace"
+ctl show state-0 | grep -Eq '^backend +loop-ext4$' || fail "show volume"
+rc=0; ctl show nothing-here 2>/dev/null || rc=$?
+assert_eq 1 "$rc" "show of an unknown name"
+
+log "--json errors: the API's error object on stdout"
+rc=0; ctl --json rm no-such-ws >"$WORK/j6" 2>/dev/null || rc=$?
+assert_eq 1 "$rc" "rm --json of a missing workspace"
+assert_eq not_found "$(json_get "$WORK/j6" error.code)" "error object on stdout"
+
+log "events: the stream, with --since and --count"
+ctl events --since 0 --count 2 --json >"$WORK/events" &
+ev=$!
+track_pid "$ev"
+wait_for 10 sh -c "[ \$(wc -l <'$WORK/events') -ge 2 ]" || fail "no events: $(cat "$WORK/events")"
+wait "$ev" || fail "events --count 2 did not end cleanly"
+head -n1 "$WORK/events" | "$PY3" -c 'import json,sys; d=json.loads(sys.stdin.readline()); assert d["seq"] >= 1 and d["type"]' ||
+    fail "events are not NDJSON: $(cat "$WORK/events")"
 
 log "usage errors: exit 2"
-for args in "add" "add BAD_ID" "add x --quota lots" "add x --label novalue" "rm" "restart" "status extra" "volumes --bogus"; do
+for args in "add" "add BAD_ID" "add x --quota lots" "add x --label novalue" "rm" "restart" "status extra" "volumes --bogus" \
+            "events --since x" "events --count 0" "show"; do
     rc=0; ctl $args >/dev/null 2>&1 || rc=$?
     assert_eq 2 "$rc" "layoutctl $args"
 done

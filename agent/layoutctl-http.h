@@ -1,0 +1,125 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+#pragma once
+/*
+ * What the client verbs share: HTTP to the agent's API socket (libcurl),
+ * the parsed answer, its error reporting (a line on stderr, or with --json
+ * the API's error object on stdout), following an operation until it
+ * ends, and reading the event stream.
+ */
+#include <getopt.h>
+#include <stdbool.h>
+#include <stdint.h>
+
+#include <json-c/json.h>
+
+#include "layout.h"
+#include "layoutctl.h"
+
+typedef struct Reply {
+    long status;
+    json_object *json;   /* parsed body (NULL if not JSON) */
+    char *raw;           /* body as received */
+    char *location;      /* the Location header, or NULL */
+} Reply;
+
+void reply_done(Reply *r);
+
+/* The options every client verb has. */
+typedef struct ClientArgs {
+    bool json;
+    const char *socket_path;
+} ClientArgs;
+
+void client_init(ClientArgs *a, const LayoutctlGlobals *g);
+/* Colour on a terminal unless NO_COLOR: the escape or "". */
+const char *client_color(const char *code);
+#define C_BOLD client_color("\033[1m")
+#define C_GREEN client_color("\033[32m")
+#define C_RED client_color("\033[31m")
+#define C_YELLOW client_color("\033[33m")
+#define C_RESET client_color("\033[0m")
+/* The colour of a health or state word. */
+const char *client_health_color(const char *s);
+
+/*
+ * One request. On a transport failure prints the reason and returns the
+ * exit code (3: layoutd not reachable, 1: other); on any HTTP answer
+ * returns 0 with *ret filled (the caller looks at the status).
+ */
+int client_call(const char *verb, const ClientArgs *a, const char *method, const char *path, json_object *body,
+                Reply *ret);
+
+/* GET path that must answer 200 with JSON. Returns 0 (go on), or the exit
+ * code after printing what went wrong. */
+int client_get(const char *verb, const ClientArgs *a, const char *path, Reply *ret);
+
+/* Reports an API error answer (stderr; with --json the API's JSON on
+ * stdout too). Returns the exit code (1). */
+int client_report_error(const char *verb, const ClientArgs *a, const Reply *r);
+
+/* --json: the API's answer, verbatim. */
+void client_print_raw(const Reply *r);
+
+/*
+ * A request that may answer with an operation (202): without no_wait,
+ * waits for it (GET /v1/operations/{id}?wait=...), printing each step on
+ * stderr as it starts and ends (quiet: not), and leaves in *ret the final
+ * answer: the operation's result, or its error as an error answer. With
+ * no_wait, *ret is the 202 itself.
+ * Returns: 0 with *ret, or an exit code (transport failure).
+ */
+int client_call_operation(const char *verb, const ClientArgs *a, const char *method, const char *path,
+                          json_object *body, bool no_wait, bool quiet, Reply *ret);
+
+/*
+ * GET path as a stream: calls on_line for every line as it arrives, until
+ * the server ends the stream or on_line returns false. Returns an exit code.
+ */
+int client_stream(const char *verb, const ClientArgs *a, const char *path, bool (*on_line)(const char *line, void *ud),
+                  void *userdata);
+
+/* JSON helpers: a member (dotted path "daemon.state" allowed), NULL-safe. */
+json_object *jget(json_object *o, const char *path);
+const char *jstr(json_object *o, const char *path);
+int64_t jint(json_object *o, const char *path);
+uint64_t juint(json_object *o, const char *path);
+
+/* ---- the client verbs' command line ------------------------------------ */
+
+typedef enum ClientOptionSet {
+    CLIENT_OPT_LIST = 1u << 0,   /* -o COLUMNS, --no-legend, --bytes */
+    CLIENT_OPT_WAIT = 1u << 1,   /* --no-wait */
+} ClientOptionSet;
+
+typedef struct ClientOptions {
+    ClientArgs args;
+    const char *columns;         /* -o */
+    bool no_legend;
+    bool bytes;
+    bool no_wait;
+} ClientOptions;
+
+/* A verb's own option: getopt's struct option, and what to do with it
+ * (return <0 for a usage error; it prints why). */
+typedef struct ClientExtraOption {
+    struct option opt;
+    int (*handle)(const char *arg, void *userdata);
+} ClientExtraOption;
+
+/*
+ * Parses a client verb's command line: --json, --socket and --help always,
+ * the sets the verb takes, its own options, then exactly n_args arguments
+ * (positional, left at argv[optind...]). Returns 0 (go on), -1 (--help was
+ * printed: exit 0), or LAYOUTCTL_EXIT_USAGE.
+ */
+int client_parse(int argc, char **argv, const LayoutctlGlobals *g, unsigned sets, const ClientExtraOption *extra,
+                 size_t n_extra, void *userdata, int n_args, const char *usage, ClientOptions *ret);
+
+#define CLIENT_COMMON_HELP                                                                   \
+    "  --json          print the API's JSON answer as is (errors too, on stdout)\n"         \
+    "  --socket PATH   the agent's API socket (default " LAYOUT_API_SOCKET_DEFAULT ")\n"     \
+    "  -h, --help\n"                                                                         \
+    "\n"                                                                                     \
+    "Exit status: 0 ok, 1 request failed, 2 usage, 3 layoutd not reachable.\n"
+#define CLIENT_WAIT_HELP                                                                     \
+    "  --no-wait       do not wait for the operation: print it and exit\n"

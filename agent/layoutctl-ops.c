@@ -1,0 +1,231 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+/*
+ * The changing client verbs: add, rm, restart, reload. Each is an operation
+ * of the agent: layoutctl waits for it by default, printing its steps on
+ * stderr as they happen, and prints the outcome on stdout (--json: the
+ * final answer); --no-wait prints the operation and returns at once.
+ */
+#include <inttypes.h>
+#include <stdio.h>
+
+#include "layout.h"
+#include "layoutctl-http.h"
+#include "util.h"
+
+/* The answer of an operation that was not waited for (--no-wait). */
+static int print_accepted(const char *verb, const ClientOptions *o, const Reply *r) {
+    if (o->args.json)
+        client_print_raw(r);
+    else
+        printf("Accepted: operation %s (follow it: curl --unix-socket %s http://localhost%s?wait=60)\n",
+               jstr(r->json, "operation.id") ?: "?", o->args.socket_path, r->location ?: "/v1/operations");
+    return LAYOUTCTL_EXIT_OK;
+}
+
+typedef struct AddArgs {
+    json_object *body, *labels;
+} AddArgs;
+
+static int add_tenant(const char *arg, void *userdata) {
+    AddArgs *a = userdata;
+    if (!layout_name_is_valid(arg, LAYOUT_NAME_MAX)) {
+        fprintf(stderr, "layoutctl add: invalid tenant '%s' (use [a-z0-9][a-z0-9-]*)\n", arg);
+        return -EINVAL;
+    }
+    json_object_object_add(a->body, "tenant", json_object_new_string(arg));
+    return 0;
+}
+
+static int add_quota(const char *arg, void *userdata) {
+    AddArgs *a = userdata;
+    uint64_t q;
+    if (layout_parse_size(arg, &q) < 0) {
+        fprintf(stderr, "layoutctl add: invalid size '%s' (e.g. 10G, 512MiB)\n", arg);
+        return -EINVAL;
+    }
+    json_object_object_add(a->body, "quota", json_object_new_uint64(q));
+    return 0;
+}
+
+static int add_label(const char *arg, void *userdata) {
+    AddArgs *a = userdata;
+    const char *eq = strchr(arg, '=');
+    if (!eq || eq == arg) {
+        fprintf(stderr, "layoutctl add: --label wants KEY=VALUE, got '%s'\n", arg);
+        return -EINVAL;
+    }
+    _cleanup_free_ char *k = strndup(arg, (size_t) (eq - arg));
+    if (!k)
+        return -ENOMEM;
+    json_object_object_add(a->labels, k, json_object_new_string(eq + 1));
+    return 0;
+}
+
+int layoutctl_add(int argc, char **argv, const LayoutctlGlobals *g) {
+    static const char usage[] =
+        "Usage: layoutctl add ID [--tenant T] [--quota SIZE] [--label KEY=VALUE]... [--no-wait] [--json] [--socket PATH]\n"
+        "\n"
+        "Creates a workspace: the agent places it on a state volume (carving a new one\n"
+        "when every volume is at its bound) and starts its FUSE daemon. Waits until the\n"
+        "daemon serves the mount, printing the steps.\n"
+        "\n"
+        "  --tenant T        the workspace's tenant ([a-z0-9][a-z0-9-]*)\n"
+        "  --quota SIZE      e.g. 10G, 512MiB (default: none)\n"
+        "  --label KEY=VALUE a label; may be repeated\n" CLIENT_WAIT_HELP CLIENT_COMMON_HELP;
+    static const ClientExtraOption extra[] = {
+        { { "tenant", required_argument, NULL, 0 }, add_tenant },
+        { { "quota", required_argument, NULL, 0 }, add_quota },
+        { { "label", required_argument, NULL, 0 }, add_label },
+    };
+    AddArgs a = { .body = json_object_new_object(), .labels = json_object_new_object() };
+    ClientOptions o;
+    int ec = LAYOUTCTL_EXIT_FAILURE;
+    if (!a.body || !a.labels)
+        goto out;
+    ec = client_parse(argc, argv, g, CLIENT_OPT_WAIT, extra, ELEMENTSOF(extra), &a, 1, usage, &o);
+    if (ec != 0) {
+        ec = ec < 0 ? LAYOUTCTL_EXIT_OK : ec;
+        goto out;
+    }
+    const char *id = argv[optind];
+    if (!layout_name_is_valid(id, LAYOUT_WORKSPACE_ID_MAX)) {
+        fprintf(stderr, "layoutctl add: invalid workspace ID '%s' (use [a-z0-9][a-z0-9-]*, at most %d characters)\n",
+                id, LAYOUT_WORKSPACE_ID_MAX);
+        ec = LAYOUTCTL_EXIT_USAGE;
+        goto out;
+    }
+    json_object_object_add(a.body, "id", json_object_new_string(id));
+    if (json_object_object_length(a.labels) > 0)
+        json_object_object_add(a.body, "labels", json_object_get(a.labels));
+
+    Reply r = {};
+    ec = client_call_operation("add", &o.args, "POST", "/v1/workspaces", a.body, o.no_wait, o.args.json, &r);
+    if (ec != 0)
+        goto out;
+    if (r.status == 202 && o.no_wait)
+        ec = print_accepted("add", &o, &r);
+    else if (r.status != 201)
+        ec = client_report_error("add", &o.args, &r);
+    else if (o.args.json)
+        client_print_raw(&r);
+    else {
+        const char *mp = jstr(r.json, "mountpoint");
+        printf("Created workspace %s%s%s on %s (flush scope %" PRId64 ")%s%s\n", C_BOLD, jstr(r.json, "id") ?: id,
+               C_RESET, jstr(r.json, "volume") ?: "?", jint(r.json, "flush_scope"), mp ? ", mounted at " : "", mp ?: "");
+    }
+    reply_done(&r);
+out:
+    json_object_put(a.body);
+    json_object_put(a.labels);
+    return ec;
+}
+
+static int set_flag(const char *arg, void *userdata) {
+    *(bool *) userdata = true;
+    return 0;
+}
+
+int layoutctl_rm(int argc, char **argv, const LayoutctlGlobals *g) {
+    static const char usage[] =
+        "Usage: layoutctl rm ID [--destroy-data] [--no-wait] [--json] [--socket PATH]\n"
+        "\n"
+        "Removes a workspace: stops its daemon and unmounts it. Its data is kept (and a\n"
+        "later `add` of the same ID finds it again) unless --destroy-data is given.\n"
+        "\n"
+        "  --destroy-data  delete the workspace's state directory too\n" CLIENT_WAIT_HELP CLIENT_COMMON_HELP;
+    bool destroy = false;
+    static const ClientExtraOption extra[] = { { { "destroy-data", no_argument, NULL, 0 }, set_flag } };
+    ClientOptions o;
+    int ec = client_parse(argc, argv, g, CLIENT_OPT_WAIT, extra, ELEMENTSOF(extra), &destroy, 1, usage, &o);
+    if (ec != 0)
+        return ec < 0 ? LAYOUTCTL_EXIT_OK : ec;
+    const char *id = argv[optind];
+    if (!layout_name_is_valid(id, LAYOUT_WORKSPACE_ID_MAX)) {
+        fprintf(stderr, "layoutctl rm: expected one valid workspace ID\n");
+        return LAYOUTCTL_EXIT_USAGE;
+    }
+    char path[128];
+    snprintf(path, sizeof(path), "/v1/workspaces/%s%s", id, destroy ? "?destroy_data=true" : "");
+    Reply r = {};
+    ec = client_call_operation("rm", &o.args, "DELETE", path, NULL, o.no_wait, o.args.json, &r);
+    if (ec != 0)
+        return ec;
+    if (r.status == 202 && o.no_wait)
+        ec = print_accepted("rm", &o, &r);
+    else if (r.status != 200)
+        ec = client_report_error("rm", &o.args, &r);
+    else if (o.args.json)
+        client_print_raw(&r);
+    else
+        printf("Removed workspace %s (%s)\n", id, destroy ? "data destroyed" : "data kept");
+    reply_done(&r);
+    return ec;
+}
+
+int layoutctl_restart(int argc, char **argv, const LayoutctlGlobals *g) {
+    static const char usage[] = "Usage: layoutctl restart ID [--no-wait] [--json] [--socket PATH]\n"
+                                "\n"
+                                "Restarts the workspace's FUSE daemon and waits until it serves again.\n"
+                                "\n" CLIENT_WAIT_HELP CLIENT_COMMON_HELP;
+    ClientOptions o;
+    int ec = client_parse(argc, argv, g, CLIENT_OPT_WAIT, NULL, 0, NULL, 1, usage, &o);
+    if (ec != 0)
+        return ec < 0 ? LAYOUTCTL_EXIT_OK : ec;
+    const char *id = argv[optind];
+    if (!layout_name_is_valid(id, LAYOUT_WORKSPACE_ID_MAX)) {
+        fprintf(stderr, "layoutctl restart: invalid workspace ID '%s'\n", id);
+        return LAYOUTCTL_EXIT_USAGE;
+    }
+    char path[128];
+    snprintf(path, sizeof(path), "/v1/workspaces/%s/restart", id);
+    Reply r = {};
+    ec = client_call_operation("restart", &o.args, "POST", path, NULL, o.no_wait, o.args.json, &r);
+    if (ec != 0)
+        return ec;
+    if (r.status == 202 && o.no_wait)
+        ec = print_accepted("restart", &o, &r);
+    else if (r.status != 200)
+        ec = client_report_error("restart", &o.args, &r);
+    else if (o.args.json)
+        client_print_raw(&r);
+    else if (jget(r.json, "daemon.pid"))
+        printf("Restarted the daemon of workspace %s (pid %" PRId64 ")\n", id, jint(r.json, "daemon.pid"));
+    else
+        printf("Restarted the daemon of workspace %s\n", id);
+    reply_done(&r);
+    return ec;
+}
+
+int layoutctl_reload(int argc, char **argv, const LayoutctlGlobals *g) {
+    static const char usage[] = "Usage: layoutctl reload [--no-wait] [--json] [--socket PATH]\n"
+                                "\n"
+                                "Makes the agent re-read its layout and apply the difference. An invalid\n"
+                                "layout is refused and the running one stays (the errors are printed);\n"
+                                "what the new layout asks for but cannot be done (a shrink) is said.\n"
+                                "\n" CLIENT_WAIT_HELP CLIENT_COMMON_HELP;
+    ClientOptions o;
+    int ec = client_parse(argc, argv, g, CLIENT_OPT_WAIT, NULL, 0, NULL, 0, usage, &o);
+    if (ec != 0)
+        return ec < 0 ? LAYOUTCTL_EXIT_OK : ec;
+    Reply r = {};
+    ec = client_call_operation("reload", &o.args, "POST", "/v1/reload", NULL, o.no_wait, o.args.json, &r);
+    if (ec != 0)
+        return ec;
+    if (r.status == 202 && o.no_wait)
+        ec = print_accepted("reload", &o, &r);
+    else if (r.status != 200)
+        ec = client_report_error("reload", &o.args, &r);
+    else if (o.args.json)
+        client_print_raw(&r);
+    else {
+        json_object *ch = jget(r.json, "changed"), *refused = jget(r.json, "refused");
+        printf("Reloaded the layout: %s (%.12s, generation %" PRId64 ")\n",
+               ch && json_object_get_boolean(ch) ? "changed" : "unchanged", jstr(r.json, "layout_hash") ?: "-",
+               jint(r.json, "generation"));
+        for (size_t i = 0; refused && i < json_object_array_length(refused); i++)
+            printf("  %snot done%s: %s\n", C_YELLOW, C_RESET,
+                   json_object_get_string(json_object_array_get_idx(refused, i)));
+    }
+    reply_done(&r);
+    return ec;
+}
