@@ -58,15 +58,15 @@ static bool layout_has_vdo(const Layout *l) {
     return false;
 }
 
-static AgentVdoVolume *vdo_volume_find(Agent *a, const char *volume) {
+static AgentVdoVolume *vdo_entry_find(Agent *a, const char *volume) {
     for (size_t i = 0; a->vdo && i < a->vdo->n_volumes; i++)
         if (streq(a->vdo->volumes[i].volume, volume))
             return &a->vdo->volumes[i];
     return NULL;
 }
 
-static AgentVdoVolume *vdo_volume_get(Agent *a, const char *volume) {
-    AgentVdoVolume *v = vdo_volume_find(a, volume);
+static AgentVdoVolume *vdo_entry_get(Agent *a, const char *volume) {
+    AgentVdoVolume *v = vdo_entry_find(a, volume);
     if (v || !a->vdo)
         return v;
     AgentVdoVolume *t = realloc(a->vdo->volumes, sizeof(*t) * (a->vdo->n_volumes + 1));
@@ -84,7 +84,7 @@ static AgentVdoVolume *vdo_volume_get(Agent *a, const char *volume) {
 /* ---- mode changes, from the observation ------------------------------------ */
 
 static void note_volume(Agent *a, const VolumeObservation *v) {
-    AgentVdoVolume *av = vdo_volume_get(a, v->name);
+    AgentVdoVolume *av = vdo_entry_get(a, v->name);
     const VdoStats *s = &v->vdo;
     if (!av)
         return;
@@ -166,7 +166,7 @@ static void on_trim_exit(Child *c, int status, const char *stderr_text, void *us
 }
 
 static int trim_start(Agent *a, const VolumeObservation *v) {
-    AgentVdoVolume *av = vdo_volume_get(a, v->name);
+    AgentVdoVolume *av = vdo_entry_get(a, v->name);
     _cleanup_free_ char *exe = NULL;
     if (!av)
         return -ENOMEM;
@@ -268,7 +268,7 @@ void agent_vdo_volume_json(Agent *a, const VolumeObservation *v, json_object *o)
     json_object *t = json_object_new_object();
     json_object_object_add(t, "interval_seconds",
                            json_object_new_int64(p && p->has_vdo ? (int64_t) (p->vdo.fstrim_interval / USEC_PER_SEC) : 0));
-    AgentVdoVolume *av = vdo_volume_find(a, v->name);
+    AgentVdoVolume *av = vdo_entry_find(a, v->name);
     json_object_object_add(t, "running", json_object_new_boolean(av && av->trim));
     json_object_object_add(t, "runs", json_object_new_uint64(av ? av->trims : 0));
     json_object_object_add(t, "failures", json_object_new_uint64(av ? av->trim_failures : 0));
