@@ -115,6 +115,10 @@ json_object *agent_volume_json(Agent *a, const VolumeObservation *v) {
     json_object_object_add(o, "state", json_object_new_string(state));
     json_object_object_add(o, "health", json_object_new_string(health));
     json_object_object_add(o, "message", problem ? json_object_new_string(problem) : NULL);
+    /* Every GET is served from the cached observation: say how old it is,
+     * so that a caller who just wrote can wait for figures that include it. */
+    usec_t at = a->engine->observation ? a->engine->observation->taken_at : 0;
+    json_object_object_add(o, "observed_at", at ? json_object_new_int64((int64_t) (at / USEC_PER_SEC)) : NULL);
 
     /* Active workspaces on the volume (its flush scope) and their tenant. */
     json_object *ws = json_object_new_array();

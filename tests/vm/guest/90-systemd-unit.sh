@@ -153,6 +153,10 @@ step "VDO savings through GET /v1/volumes"
 # addressed), so the workspaces' writes leave VDO little to find. Copies
 # without reflinks straight onto the content volume are what VDO dedupes.
 sync
+# GET serves the agent's cached observation: wait for one taken after the sync.
+fresh_after() { [ "$(vol "$1" | jq -r '.observed_at // 0')" -gt "$2" ]; }
+t=$(date +%s)
+wait_for 30 "an observation of content-0 after the writes" fresh_after content-0 "$t"
 vol content-0 | jq .vdo >vdo0.json
 log "after the workspaces' writes: $(jq -c '{saving_percent, logical_used_bytes, data_used_bytes}' vdo0.json)"
 mkdir -p "$root/volumes/content-0/vm-dedup"
@@ -161,6 +165,8 @@ for i in 1 2 3; do
     mkdir "$root/volumes/content-0/vm-dedup/$i" && cp --reflink=never $corpus "$root/volumes/content-0/vm-dedup/$i/"
 done
 sync
+t=$(date +%s)
+wait_for 30 "an observation of content-0 after the copies" fresh_after content-0 "$t"
 vol content-0 | jq .vdo | tee vdo.json
 saving=$(jq -r .saving_percent vdo.json)
 [ "$saving" -gt 0 ] || fail "VDO saving_percent is $saving after three copies"
