@@ -96,6 +96,63 @@ static void add_strv(Out *o, json_object *obj, const char *key, char *const *l) 
     add(o, obj, key, a);
 }
 
+/* "80%" in YAML (the percent sign is the syntax), 80 in JSON. */
+static void add_percent(Out *o, json_object *obj, const char *key, unsigned v) {
+    if (!o->human) {
+        add_u64(o, obj, key, v);
+        return;
+    }
+    char buf[16];
+    snprintf(buf, sizeof buf, "%u%%", v);
+    add_str(o, obj, key, buf);
+}
+
+static json_object *new_object(Out *o) {
+    json_object *j = json_object_new_object();
+    if (!j)
+        o->r = -ENOMEM;
+    return j;
+}
+
+static void capacity_to_json(Out *o, json_object *j, const Pool *p) {
+    json_object *c = new_object(o);
+    if (c) {
+        add_percent(o, c, "warn", p->capacity.warn);
+        add_percent(o, c, "critical", p->capacity.critical);
+        add(o, j, "capacity", c);
+    }
+    const GrowthPolicy *g = &p->growth;
+    if (!g->enabled)
+        add_bool(o, j, "growth", false);
+    else if ((c = new_object(o))) {
+        add_percent(o, c, "threshold", g->threshold);
+        if (g->step)
+            add_size(o, c, "step", g->step);
+        else
+            add_str(o, c, "step", "double");
+        add_size(o, c, "max_size", g->max_size);
+        if (!o->human) {
+            add_size(o, c, "host_reserve", g->host_reserve);
+            add_u64(o, c, "host_reserve_percent", g->host_reserve_percent);
+        } else if (g->host_reserve_percent)
+            add_percent(o, c, "host_reserve", g->host_reserve_percent);
+        else
+            add_size(o, c, "host_reserve", g->host_reserve);
+        add(o, j, "growth", c);
+    }
+    if (p->role != POOL_CONTENT)
+        return;
+    if (!p->gc.enabled)
+        add_bool(o, j, "gc", false);
+    else if ((c = new_object(o))) {
+        add_strv(o, c, "command", p->gc.command);
+        add_duration(o, c, "interval", p->gc.interval);
+        add_duration(o, c, "grace", p->gc.grace);
+        add_percent(o, c, "free_threshold", p->gc.free_threshold);
+        add(o, j, "gc", c);
+    }
+}
+
 static json_object *pool_to_json(Out *o, const Pool *p) {
     json_object *j = json_object_new_object();
     if (!j) {
@@ -136,6 +193,7 @@ static json_object *pool_to_json(Out *o, const Pool *p) {
         add_size(o, j, "workspace_reserve", p->workspace_reserve);
         add_u64(o, j, "workspace_reserve_inodes", p->workspace_reserve_inodes);
     }
+    capacity_to_json(o, j, p);
     if (p->has_vdo) {
         json_object *v = json_object_new_object();
         if (!v)

@@ -67,6 +67,8 @@ static void pool_done(Pool *p) {
     p->mount_options = NULL;
     free(p->vdo.device);
     p->vdo.device = NULL;
+    strv_free(p->gc.command);
+    p->gc.command = NULL;
 }
 
 Layout *layout_free(Layout *l) {

@@ -106,6 +106,40 @@ typedef struct VdoOptions {
                                         backing file, or NULL */
 } VdoOptions;
 
+/* When a volume is full enough to say so: percent used of its bytes or of
+ * its inodes, whichever is fuller (docs/operations.md, "Capacity"). */
+typedef struct CapacityThresholds {
+    unsigned warn;                   /* health warning; default 80 */
+    unsigned critical;               /* health degraded; default 95, > warn */
+} CapacityThresholds;
+
+/* Automatic online growth of a pool's volumes (loop backends only). */
+typedef struct GrowthPolicy {
+    bool enabled;                    /* the pool has a growth: key */
+    unsigned threshold;              /* percent used (bytes or inodes) that
+                                        starts a grow; default 80 */
+    uint64_t step;                   /* bytes added per grow; 0 = double */
+    uint64_t max_size;               /* no volume grows past it; default
+                                        16 x volume_size */
+    uint64_t host_reserve;           /* bytes the host filesystem keeps
+                                        free after a grow (or a carve) ... */
+    unsigned host_reserve_percent;   /* ... or this percent of its size, when
+                                        host_reserve is 0; default 5 */
+} GrowthPolicy;
+
+/* The content pool's sweep: the daemons' own tool, run as a child. The
+ * agent appends the sweep's arguments to `command` (docs/layout.md, "gc"). */
+typedef struct GcPolicy {
+    bool enabled;
+    char **command;                  /* argv prefix, command[0] absolute */
+    usec_t interval;                 /* between sweeps; default 1h */
+    usec_t grace;                    /* objects younger than this are never
+                                        swept; default 1h */
+    unsigned free_threshold;         /* percent free under which a sweep runs
+                                        at once (at most once a minute);
+                                        default 20; 0 = never early */
+} GcPolicy;
+
 typedef struct Pool {
     PoolRole role;
     bool declared;                   /* false: the layout has no such pool */
@@ -127,6 +161,9 @@ typedef struct Pool {
                                         (= volumes); 1 for the state pool */
     bool has_vdo;
     VdoOptions vdo;
+    CapacityThresholds capacity;
+    GrowthPolicy growth;
+    GcPolicy gc;                     /* content pool only */
 } Pool;
 
 typedef struct StaticWorkspace {

@@ -567,6 +567,106 @@ static void test_rules(void **state) {
 }
 
 /* All errors are reported, in file order, not only the first. */
+/* capacity:, growth:, gc: and the content pool that the command names. */
+static void test_capacity(void **state) {
+    /* defaults */
+    _cleanup_(layout_freep) Layout *d = parse_ok("version: 1\npools:\n  state: {}\n  content: {}\n");
+    const Pool *s = layout_pool(d, POOL_STATE), *c = layout_pool(d, POOL_CONTENT);
+    assert_int_equal(s->capacity.warn, 80);
+    assert_int_equal(s->capacity.critical, 95);
+    assert_false(s->growth.enabled);
+    assert_false(s->gc.enabled); /* gc is the content pool's */
+    /* the default command is the reference daemon: its sweep is on */
+    assert_true(c->gc.enabled);
+    static const char *const gc_argv[] = { "/usr/libexec/layoutd/layoutd-wsfs", "gc", NULL };
+    assert_true(strv_equal((const char *const *) c->gc.command, gc_argv));
+    assert_int_equal(c->gc.interval, 3600 * USEC_PER_SEC);
+    assert_int_equal(c->gc.grace, 3600 * USEC_PER_SEC);
+    assert_int_equal(c->gc.free_threshold, 20);
+
+    Layout *l = parse_ok("version: 1\npools:\n"
+                         "  state:\n    volume_size: 256M\n"
+                         "    capacity: {warn: 70%, critical: 90%}\n"
+                         "    growth: {threshold: 75%, step: 512M, max_size: 4G, host_reserve: 10%}\n"
+                         "  content:\n    volume_size: 512M\n    growth: {}\n"
+                         "    gc: {interval: 10min, grace: 2min, free_threshold: 0%}\n");
+    s = layout_pool(l, POOL_STATE);
+    c = layout_pool(l, POOL_CONTENT);
+    assert_int_equal(s->capacity.warn, 70);
+    assert_int_equal(s->capacity.critical, 90);
+    assert_true(s->growth.enabled);
+    assert_int_equal(s->growth.threshold, 75);
+    assert_int_equal(s->growth.step, 512 * MIB);
+    assert_int_equal(s->growth.max_size, 4 * GIB);
+    assert_int_equal(s->growth.host_reserve, 0);
+    assert_int_equal(s->growth.host_reserve_percent, 10);
+    assert_true(c->growth.enabled);
+    assert_int_equal(c->growth.threshold, 80);
+    assert_int_equal(c->growth.step, 0); /* double */
+    assert_int_equal(c->growth.max_size, 16 * 512 * MIB);
+    assert_int_equal(c->growth.host_reserve_percent, 5);
+    assert_true(c->gc.enabled);
+    assert_int_equal(c->gc.interval, 600 * USEC_PER_SEC);
+    assert_int_equal(c->gc.grace, 120 * USEC_PER_SEC);
+    assert_int_equal(c->gc.free_threshold, 0);
+    layout_free(l);
+
+    /* another daemon: no sweep unless one is named */
+    l = parse_ok("version: 1\npools:\n  state: {}\n  content:\n    growth: {host_reserve: 2G}\n"
+                 "workspace:\n  command: [/usr/bin/other, \"{content_dirs}\", \"{mountpoint}\"]\n");
+    assert_false(layout_pool(l, POOL_CONTENT)->gc.enabled);
+    assert_int_equal(layout_pool(l, POOL_CONTENT)->growth.host_reserve, 2 * GIB);
+    assert_int_equal(layout_pool(l, POOL_CONTENT)->growth.host_reserve_percent, 0);
+    layout_free(l);
+    l = parse_ok("version: 1\npools:\n  state: {}\n  content:\n    gc: {command: [/usr/bin/sweep, --now]}\n"
+                 "workspace:\n  command: [/usr/bin/other, \"{mountpoint}\"]\n");
+    assert_true(layout_pool(l, POOL_CONTENT)->gc.enabled);
+    assert_string_equal(layout_pool(l, POOL_CONTENT)->gc.command[1], "--now");
+    layout_free(l);
+    l = parse_ok("version: 1\npools:\n  state: {}\n  content: {gc: false}\n");
+    assert_false(layout_pool(l, POOL_CONTENT)->gc.enabled);
+    layout_free(l);
+
+    /* no content pool: the built-in command runs the daemon without one */
+    l = parse_ok("version: 1\npools:\n  state: {}\n");
+    static const char *const argv[] = { "/usr/libexec/layoutd/layoutd-wsfs", "--state", "{state_dir}",
+                                        "{mountpoint}", NULL };
+    assert_true(strv_equal((const char *const *) l->workspace.command, argv));
+    layout_free(l);
+
+#define ST "version: 1\npools:\n  state:\n"
+    CHECK_STRING(ST "    capacity: {warn: 80}\n", { 4, 22, "expected a whole percentage such as 80%" });
+    CHECK_STRING(ST "    capacity: {warn: 0.8}\n", { 4, 22, "expected a whole percentage" });
+    CHECK_STRING(ST "    capacity: {critical: 101%}\n", { 4, 26, "between 1% and 100%" });
+    CHECK_STRING(ST "    capacity: {warn: 90%, critical: 85%}\n", { 4, 22, "must be below capacity.critical" });
+    CHECK_STRING(ST "    capacity: {warning: 90%}\n", { 4, 16, "expected one of: warn, critical" });
+    CHECK_STRING(ST "    growth: true\n", { 4, 13, "does not say how far" });
+    CHECK_STRING(ST "    growth: {step: 3}\n", { 4, 20, "positive multiple of 4 KiB" });
+    CHECK_STRING(ST "    growth: {step: triple}\n", { 4, 20, "invalid size 'triple'" });
+    CHECK_STRING(ST "    volume_size: 1G\n    growth: {max_size: 1G}\n", { 5, 24, "must be more than volume_size" });
+    CHECK_STRING(ST "    growth: {threshold: 100%}\n", { 4, 25, "between 1% and 99%" });
+    CHECK_STRING(ST "    growth: {host_reserve: 95%}\n", { 4, 28, "between 0% and 90%" });
+    CHECK_STRING(ST "    backend: dir\n    growth: {}\n", { 5, 13, "only loop-ext4 and loop-xfs volumes grow" });
+    CHECK_STRING(ST "    gc: {}\n", { 4, 5, "'gc' applies to the content pool only" });
+    CHECK_STRING("version: 1\npools:\n  state: {}\n  content:\n    backend: vdo-xfs\n    growth: {}\n",
+                 { 6, 13, "grows when volume_size is raised and the layout reloaded" });
+    CHECK_STRING("version: 1\npools:\n  state: {}\n  content:\n    gc: {grace: 10s}\n",
+                 { 5, 17, "gc.grace: must be between 1min and" });
+    CHECK_STRING("version: 1\npools:\n  state: {}\n  content:\n    gc: {command: sweep}\n",
+                 { 5, 19, "gc.command: expected a list" });
+    CHECK_STRING("version: 1\npools:\n  state: {}\n  content:\n    gc: {command: [sweep]}\n",
+                 { 5, 20, "gc.command[0]: expected an absolute path" });
+    CHECK_STRING("version: 1\npools:\n  state: {}\n  content:\n    gc: {interval: 1h}\n"
+                 "workspace:\n  command: [/usr/bin/other, \"{mountpoint}\"]\n",
+                 { 5, 9, "gc: needs a command: the workspaces run /usr/bin/other" });
+    /* a command that names a content pool the layout does not have */
+    CHECK_STRING(ST "    backend: dir\nworkspace:\n  command: [/usr/bin/d, --content, \"{content_dirs}\", \"{mountpoint}\"]\n",
+                 { 6, 36, "'{content_dirs}' names the content pool, but the layout declares none" });
+    CHECK_STRING(ST "    backend: dir\nworkspace:\n  command: [/usr/bin/d, \"--shards={shards}\"]\n",
+                 { 6, 25, "'{shards}' names the content pool" });
+#undef ST
+}
+
 static void test_all_errors(void **state) {
     static const char y[] = "version: 1\n"
                             "api: {max_connections: 0}\n"
@@ -962,6 +1062,7 @@ int main(void) {
         cmocka_unit_test(test_command),
         cmocka_unit_test(test_names),
         cmocka_unit_test(test_rules),
+        cmocka_unit_test(test_capacity),
         cmocka_unit_test(test_all_errors),
         cmocka_unit_test(test_deep_nesting),
         cmocka_unit_test(test_limits),
