@@ -1,0 +1,127 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+#pragma once
+
+/*
+ * Capacity policy: pure functions from a layout pool and an observation
+ * to a judgement. How full a volume is (usage.c), what its health is and
+ * what an operator should do about it (health.c), whether it should grow
+ * now and by how much (growth.c), and how much room the host has left for
+ * growing and carving (host.c). Nothing here touches a device or keeps
+ * state: the agent feeds in what only it knows (the flush probe, a grow in
+ * flight) and acts on the answers. See docs/operations.md, "Capacity".
+ */
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "layout.h"
+#include "observation.h"
+
+typedef enum VolumeHealth {
+    VOLUME_HEALTH_OK,
+    VOLUME_HEALTH_WARNING,  /* in service; needs attention soon (filling) */
+    VOLUME_HEALTH_DEGRADED, /* in service, but not as asked, or writes fail */
+    VOLUME_HEALTH_FAILED,   /* out of service */
+    _VOLUME_HEALTH_MAX,
+    _VOLUME_HEALTH_INVALID = -EINVAL,
+} VolumeHealth;
+
+const char *volume_health_to_string(VolumeHealth h);
+VolumeHealth volume_health_from_string(const char *s);
+
+/* ---- usage.c ------------------------------------------------------------ */
+
+typedef struct CapacityUsage {
+    bool known;               /* statvfs was read */
+    unsigned bytes_percent;   /* used / (used + available to users), rounded up as df does */
+    unsigned inodes_percent;  /* used / total inodes, rounded up; 0 when unknown */
+    unsigned percent;         /* the fuller of the two */
+    bool by_inodes;           /* ... and it is the inodes */
+} CapacityUsage;
+
+void capacity_usage(const VolumeObservation *v, CapacityUsage *ret);
+
+/* "state-0 is 86% full (220MiB of 256MiB used, 36MiB free)" or the same
+ * for inodes. Returns 0 or -ENOMEM. */
+int capacity_usage_describe(const VolumeObservation *v, const CapacityUsage *u, char **ret);
+
+/* ---- host.c ------------------------------------------------------------- */
+
+/* Bytes the host filesystem (the one holding <root>/images) has promised
+ * to our sparse backing files and not yet allocated. */
+uint64_t capacity_host_promised(const Observation *obs);
+/* Free bytes of that filesystem beyond the promise: what growing and
+ * carving may still take. 0 when unknown. */
+uint64_t capacity_host_headroom(const Observation *obs);
+/* The floor growth and carving must leave free (growth.host_reserve). */
+uint64_t capacity_host_reserve(const GrowthPolicy *g, const Observation *obs);
+/* Bytes new volumes of pool p may take: headroom minus the reserve
+ * (the reserve of p's growth policy, or its default when p has none). */
+uint64_t capacity_host_carvable(const Pool *p, const Observation *obs);
+
+/* ---- growth.c ----------------------------------------------------------- */
+
+typedef enum GrowthAction {
+    GROWTH_NONE,   /* below the threshold, or growth is off */
+    GROWTH_GROW,   /* grow from `from` to `to` now */
+    GROWTH_REFUSE, /* past the threshold, and it cannot grow: reason */
+} GrowthAction;
+
+typedef struct GrowthEnv {
+    bool can_resize_ext4;     /* CAP_SYS_RESOURCE: ext4 online resize needs it */
+} GrowthEnv;
+
+typedef struct GrowthDecision {
+    GrowthAction action;
+    uint64_t from, to;        /* GROW: backing bytes now and after */
+    const char *reason;       /* REFUSE: "at-max", "host-short", "no-capability" */
+    char *message;            /* GROW: what crossed the threshold; REFUSE:
+                                 why it cannot grow and what to do */
+} GrowthDecision;
+
+/*
+ * Decides whether volume v of pool p grows now. Never shrinks, never past
+ * growth.max_size, never into the host's growth.host_reserve (a grow that
+ * does not fit whole is cut down to what fits, if that is still worth a
+ * grow: at least an eighth of the volume). A volume that is not up or not
+ * measured is NONE (its health says why).
+ * Returns 0 or -ENOMEM; free ret with growth_decision_done().
+ */
+int capacity_growth_decide(const Pool *p, const VolumeObservation *v, const Observation *obs, const GrowthEnv *env,
+                           GrowthDecision *ret);
+void growth_decision_done(GrowthDecision *d);
+
+/* ---- health.c ----------------------------------------------------------- */
+
+typedef struct VolumeFinding {
+    VolumeHealth level;
+    const char *code;         /* "full", "inodes-filling", "fs-shutdown", ... */
+    char *message;            /* names the volume, the figure, what to do */
+} VolumeFinding;
+
+typedef struct VolumeAssessment {
+    VolumeHealth health;      /* the worst finding's; OK with none */
+    VolumeFinding *findings;  /* worst first */
+    size_t n;
+} VolumeAssessment;
+
+/* What the caller knows that an observation does not. */
+typedef struct HealthInputs {
+    const char *out_of_service; /* why the volume is down (the last apply), or NULL */
+    int probe_error;          /* errno of the latest flush probe, 0 */
+    bool growing;             /* a grow of this volume is running or queued */
+    const GrowthDecision *growth; /* the latest growth decision, or NULL */
+    const char *growth_error; /* the last grow failed: why, or NULL */
+} HealthInputs;
+
+/*
+ * Judges one volume: out of service (FAILED); direct I/O refused, VDO
+ * read-only or its index in error, the filesystem read-only, emergency_ro
+ * or shut down, ext4 errors recorded, the flush probe failing (ENOSPC,
+ * EROFS), past capacity.critical, growth refused or failing (DEGRADED);
+ * past capacity.warn (WARNING, unless growth will take care of it).
+ * p may be NULL (a volume the layout no longer declares: default
+ * thresholds). Returns 0 or -ENOMEM.
+ */
+int capacity_assess(const Pool *p, const VolumeObservation *v, const HealthInputs *in, VolumeAssessment *ret);
+void volume_assessment_done(VolumeAssessment *a);

@@ -1,0 +1,322 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+/*
+ * The capacity policy on hand-made observations: how full, whether and how
+ * far to grow, and what health each condition gives, with the message an
+ * operator reads.
+ */
+#include <errno.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+
+#include <cmocka.h>
+
+#include "capacity.h"
+#include "util.h"
+
+static Pool pool(Backend b, uint64_t size) {
+    return (Pool) {
+        .role = POOL_STATE,
+        .declared = true,
+        .backend = b,
+        .volume_size = size,
+        .direct_io = true,
+        .capacity = { .warn = 80, .critical = 95 },
+    };
+}
+
+static void enable_growth(Pool *p, uint64_t max) {
+    p->growth = (GrowthPolicy) { .enabled = true, .threshold = 80, .max_size = max, .host_reserve_percent = 5 };
+}
+
+/* A mounted loop volume of `size` bytes with `used_pct` of its bytes and
+ * `inodes_pct` of its inodes in use. */
+static VolumeObservation volume(uint64_t size, unsigned used_pct, unsigned inodes_pct) {
+    VolumeObservation v = {
+        .name = (char *) "state-0",
+        .role = POOL_STATE,
+        .backend = BACKEND_LOOP_XFS,
+        .declared = true,
+        .backing_path = (char *) "/srv/images/state-0.img",
+        .mount_path = (char *) "/srv/volumes/state-0",
+        .file_exists = true,
+        .file_is_regular = true,
+        .file_size = size,
+        .file_allocated = size, /* fully allocated: no promise outstanding */
+        .attached = true,
+        .loop = { .direct_io = true },
+        .mounted = true,
+        .mounted_ours = true,
+        .has_statvfs = true,
+        .fs_size = size,
+        .fs_used = size * used_pct / 100,
+        .fs_avail = size - size * used_pct / 100,
+        .fs_inodes = 10000,
+        .fs_inodes_free = 10000 - 100 * inodes_pct,
+    };
+    return v;
+}
+
+static Observation host(VolumeObservation *v, uint64_t free, uint64_t size) {
+    return (Observation) { .volumes = v, .n = 1, .has_backing_free = true, .backing_free = free, .backing_size = size };
+}
+
+static void test_usage(void **state) {
+    VolumeObservation v = volume(GIB, 50, 90);
+    CapacityUsage u;
+    capacity_usage(&v, &u);
+    assert_true(u.known);
+    assert_int_equal(u.bytes_percent, 50);
+    assert_int_equal(u.inodes_percent, 90);
+    assert_int_equal(u.percent, 90);
+    assert_true(u.by_inodes);
+    _cleanup_free_ char *d = NULL;
+    assert_int_equal(capacity_usage_describe(&v, &u, &d), 0);
+    assert_string_equal(d, "state-0 has used 90% of its inodes (9000 of 10000, 1000 free)");
+
+    v = volume(GIB, 97, 10);
+    capacity_usage(&v, &u);
+    assert_int_equal(u.percent, 97);
+    assert_false(u.by_inodes);
+    free(d);
+    d = NULL;
+    assert_int_equal(capacity_usage_describe(&v, &u, &d), 0);
+    assert_non_null(strstr(d, "state-0 is 97% full ("));
+
+    v.has_statvfs = false;
+    capacity_usage(&v, &u);
+    assert_false(u.known);
+}
+
+static void test_host(void **state) {
+    VolumeObservation v[2] = { volume(GIB, 10, 10), volume(4 * GIB, 10, 10) };
+    v[0].file_allocated = GIB / 4;   /* promises 768 MiB more */
+    v[1].file_is_regular = false;    /* a block device promises nothing */
+    v[1].file_allocated = 0;
+    Observation o = { .volumes = v, .n = 2, .has_backing_free = true, .backing_free = 10 * GIB, .backing_size = 100 * GIB };
+    assert_int_equal(capacity_host_promised(&o), 768 * MIB);
+    assert_int_equal(capacity_host_headroom(&o), 10 * GIB - 768 * MIB);
+    GrowthPolicy g = { .host_reserve_percent = 5 };
+    assert_int_equal(capacity_host_reserve(&g, &o), 5 * GIB);
+    g = (GrowthPolicy) { .host_reserve = 2 * GIB };
+    assert_int_equal(capacity_host_reserve(&g, &o), 2 * GIB);
+    Pool p = pool(BACKEND_LOOP_EXT4, GIB); /* no growth: the default 5% */
+    assert_int_equal(capacity_host_carvable(&p, &o), 5 * GIB - 768 * MIB);
+    o.backing_free = MIB; /* less than the promise */
+    assert_int_equal(capacity_host_headroom(&o), 0);
+    assert_int_equal(capacity_host_carvable(&p, &o), 0);
+}
+
+static void test_growth(void **state) {
+    GrowthEnv env = { .can_resize_ext4 = true };
+    Pool p = pool(BACKEND_LOOP_XFS, GIB);
+    VolumeObservation v = volume(GIB, 85, 10);
+    Observation o = host(&v, 100 * GIB, 200 * GIB);
+    GrowthDecision d;
+
+    /* off */
+    assert_int_equal(capacity_growth_decide(&p, &v, &o, &env, &d), 0);
+    assert_int_equal(d.action, GROWTH_NONE);
+    enable_growth(&p, 8 * GIB);
+
+    /* below the threshold */
+    v = volume(GIB, 79, 79);
+    assert_int_equal(capacity_growth_decide(&p, &v, &o, &env, &d), 0);
+    assert_int_equal(d.action, GROWTH_NONE);
+
+    /* bytes past it: double */
+    v = volume(GIB, 85, 10);
+    assert_int_equal(capacity_growth_decide(&p, &v, &o, &env, &d), 0);
+    assert_int_equal(d.action, GROWTH_GROW);
+    assert_int_equal(d.from, GIB);
+    assert_int_equal(d.to, 2 * GIB);
+    assert_non_null(strstr(d.message, "past growth.threshold (80%)"));
+    growth_decision_done(&d);
+
+    /* inodes past it, a fixed step */
+    p.growth.step = 256 * MIB;
+    v = volume(GIB, 10, 81);
+    assert_int_equal(capacity_growth_decide(&p, &v, &o, &env, &d), 0);
+    assert_int_equal(d.action, GROWTH_GROW);
+    assert_int_equal(d.to, GIB + 256 * MIB);
+    assert_non_null(strstr(d.message, "of its inodes"));
+    growth_decision_done(&d);
+    p.growth.step = 0;
+
+    /* capped at max_size, then refused there */
+    v = volume(6 * GIB, 90, 10);
+    assert_int_equal(capacity_growth_decide(&p, &v, &o, &env, &d), 0);
+    assert_int_equal(d.action, GROWTH_GROW);
+    assert_int_equal(d.to, 8 * GIB);
+    growth_decision_done(&d);
+    v = volume(8 * GIB, 90, 10);
+    assert_int_equal(capacity_growth_decide(&p, &v, &o, &env, &d), 0);
+    assert_int_equal(d.action, GROWTH_REFUSE);
+    assert_string_equal(d.reason, "at-max");
+    assert_non_null(strstr(d.message, "raise growth.max_size of pool 'state'"));
+    growth_decision_done(&d);
+
+    /* the host: reserve 5% of 200 GiB = 10 GiB; 10.5 GiB free leaves
+     * 512 MiB, half a step: worth taking */
+    v = volume(GIB, 90, 10);
+    o = host(&v, 10 * GIB + 512 * MIB, 200 * GIB);
+    assert_int_equal(capacity_growth_decide(&p, &v, &o, &env, &d), 0);
+    assert_int_equal(d.action, GROWTH_GROW);
+    assert_int_equal(d.to, GIB + 512 * MIB);
+    growth_decision_done(&d);
+    /* 64 MiB past the reserve: a sliver, refused */
+    o = host(&v, 10 * GIB + 64 * MIB, 200 * GIB);
+    assert_int_equal(capacity_growth_decide(&p, &v, &o, &env, &d), 0);
+    assert_int_equal(d.action, GROWTH_REFUSE);
+    assert_string_equal(d.reason, "host-short");
+    assert_non_null(strstr(d.message, "lower growth.host_reserve"));
+    growth_decision_done(&d);
+    /* a sparse file's unallocated part is promised: it counts as taken */
+    v.file_allocated = GIB / 2;
+    o = host(&v, 10 * GIB + 512 * MIB, 200 * GIB);
+    assert_int_equal(capacity_growth_decide(&p, &v, &o, &env, &d), 0);
+    assert_int_equal(d.action, GROWTH_REFUSE);
+    growth_decision_done(&d);
+
+    /* ext4 without CAP_SYS_RESOURCE */
+    p = pool(BACKEND_LOOP_EXT4, GIB);
+    enable_growth(&p, 8 * GIB);
+    v = volume(GIB, 90, 10);
+    v.backend = BACKEND_LOOP_EXT4;
+    o = host(&v, 100 * GIB, 200 * GIB);
+    env.can_resize_ext4 = false;
+    assert_int_equal(capacity_growth_decide(&p, &v, &o, &env, &d), 0);
+    assert_int_equal(d.action, GROWTH_REFUSE);
+    assert_string_equal(d.reason, "no-capability");
+    assert_non_null(strstr(d.message, "CAP_SYS_RESOURCE"));
+    growth_decision_done(&d);
+
+    /* not mounted: nothing to decide */
+    v.mounted_ours = false;
+    assert_int_equal(capacity_growth_decide(&p, &v, &o, &env, &d), 0);
+    assert_int_equal(d.action, GROWTH_NONE);
+}
+
+static const VolumeFinding *finding(const VolumeAssessment *a, const char *code) {
+    for (size_t i = 0; i < a->n; i++)
+        if (streq(a->findings[i].code, code))
+            return &a->findings[i];
+    return NULL;
+}
+
+static void test_health(void **state) {
+    Pool p = pool(BACKEND_LOOP_XFS, GIB);
+    VolumeObservation v = volume(GIB, 50, 50);
+    VolumeAssessment a;
+
+    assert_int_equal(capacity_assess(&p, &v, NULL, &a), 0);
+    assert_int_equal(a.health, VOLUME_HEALTH_OK);
+    assert_int_equal(a.n, 0);
+
+    /* warn, then critical */
+    v = volume(GIB, 85, 10);
+    assert_int_equal(capacity_assess(&p, &v, NULL, &a), 0);
+    assert_int_equal(a.health, VOLUME_HEALTH_WARNING);
+    assert_non_null(finding(&a, "filling"));
+    assert_non_null(strstr(a.findings[0].message, "state-0 is 85% full"));
+    assert_non_null(strstr(a.findings[0].message, "past capacity.warn (80%)"));
+    assert_non_null(strstr(a.findings[0].message, "give pool growth:"));
+    volume_assessment_done(&a);
+    v = volume(GIB, 10, 96);
+    assert_int_equal(capacity_assess(&p, &v, NULL, &a), 0);
+    assert_int_equal(a.health, VOLUME_HEALTH_DEGRADED);
+    assert_non_null(finding(&a, "inodes-full"));
+    volume_assessment_done(&a);
+
+    /* with growth on, a warning is growth's to handle; critical is not */
+    enable_growth(&p, 8 * GIB);
+    v = volume(GIB, 85, 10);
+    assert_int_equal(capacity_assess(&p, &v, &(HealthInputs) { .growing = true }, &a), 0);
+    assert_int_equal(a.health, VOLUME_HEALTH_OK);
+    volume_assessment_done(&a);
+    v = volume(GIB, 96, 10);
+    assert_int_equal(capacity_assess(&p, &v, &(HealthInputs) { .growing = true }, &a), 0);
+    assert_int_equal(a.health, VOLUME_HEALTH_DEGRADED);
+    assert_non_null(strstr(finding(&a, "full")->message, "has not caught up"));
+    volume_assessment_done(&a);
+
+    /* growth refused: the warning is back, and the refusal degrades */
+    GrowthDecision refused = { .action = GROWTH_REFUSE, .reason = "at-max", .message = (char *) "state-0 ... at max" };
+    v = volume(GIB, 85, 10);
+    assert_int_equal(capacity_assess(&p, &v, &(HealthInputs) { .growth = &refused }, &a), 0);
+    assert_int_equal(a.health, VOLUME_HEALTH_DEGRADED);
+    assert_string_equal(a.findings[0].code, "growth-refused"); /* worst first */
+    assert_non_null(finding(&a, "filling"));
+    volume_assessment_done(&a);
+    assert_int_equal(capacity_assess(&p, &v, &(HealthInputs) { .growth_error = "resize2fs: EPERM" }, &a), 0);
+    assert_int_equal(a.health, VOLUME_HEALTH_DEGRADED);
+    assert_non_null(finding(&a, "growth-failed"));
+    volume_assessment_done(&a);
+
+    /* a full volume seen by the probe */
+    v = volume(GIB, 50, 10);
+    assert_int_equal(capacity_assess(&p, &v, &(HealthInputs) { .probe_error = ENOSPC }, &a), 0);
+    assert_int_equal(a.health, VOLUME_HEALTH_DEGRADED);
+    assert_non_null(finding(&a, "probe-no-space"));
+    volume_assessment_done(&a);
+    assert_int_equal(capacity_assess(&p, &v, &(HealthInputs) { .probe_error = EROFS }, &a), 0);
+    assert_non_null(finding(&a, "probe-read-only"));
+    volume_assessment_done(&a);
+
+    /* writes failing while mounted rw */
+    v.fs_emergency_ro = true;
+    assert_int_equal(capacity_assess(&p, &v, NULL, &a), 0);
+    assert_int_equal(a.health, VOLUME_HEALTH_DEGRADED);
+    assert_non_null(finding(&a, "fs-emergency-ro"));
+    volume_assessment_done(&a);
+    v.fs_emergency_ro = false;
+    v.fs_shutdown = true;
+    assert_int_equal(capacity_assess(&p, &v, NULL, &a), 0);
+    assert_non_null(finding(&a, "fs-shutdown"));
+    volume_assessment_done(&a);
+    v.fs_shutdown = false;
+    v.fs_read_only = true;
+    v.has_fs_errors = true;
+    v.fs_errors = 3;
+    assert_int_equal(capacity_assess(&p, &v, NULL, &a), 0);
+    assert_non_null(finding(&a, "read-only"));
+    assert_non_null(strstr(finding(&a, "fs-errors")->message, "3 errors"));
+    volume_assessment_done(&a);
+
+    /* direct I/O refused by the kernel */
+    v = volume(GIB, 10, 10);
+    v.loop.direct_io = false;
+    assert_int_equal(capacity_assess(&p, &v, NULL, &a), 0);
+    assert_int_equal(a.health, VOLUME_HEALTH_DEGRADED);
+    assert_non_null(finding(&a, "direct-io-refused"));
+    volume_assessment_done(&a);
+
+    /* out of service beats everything; the apply's word is kept */
+    v.mounted_ours = false;
+    assert_int_equal(capacity_assess(&p, &v, &(HealthInputs) { .out_of_service = "mkfs failed" }, &a), 0);
+    assert_int_equal(a.health, VOLUME_HEALTH_FAILED);
+    assert_int_equal(a.n, 1);
+    assert_string_equal(a.findings[0].message, "state-0 is out of service: mkfs failed");
+    volume_assessment_done(&a);
+
+    /* a volume the layout no longer declares: default thresholds */
+    v = volume(GIB, 81, 10);
+    assert_int_equal(capacity_assess(NULL, &v, NULL, &a), 0);
+    assert_int_equal(a.health, VOLUME_HEALTH_WARNING);
+    volume_assessment_done(&a);
+
+    assert_string_equal(volume_health_to_string(VOLUME_HEALTH_WARNING), "warning");
+    assert_int_equal(volume_health_from_string("degraded"), VOLUME_HEALTH_DEGRADED);
+}
+
+int main(void) {
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_usage),
+        cmocka_unit_test(test_host),
+        cmocka_unit_test(test_growth),
+        cmocka_unit_test(test_health),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
