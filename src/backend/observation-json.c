@@ -142,6 +142,9 @@ static const Field volume_fields[] = {
     FLD(F_BOOL, V, fs_read_only),
     FLD(F_BOOL, V, has_fs_errors),
     FLD(F_U64, V, fs_errors),
+    FLD(F_BOOL, V, fs_emergency_ro),
+    FLD(F_BOOL, V, fs_shutdown),
+    FLD(F_INT, V, statvfs_error),
     END,
 };
 #undef V

@@ -93,6 +93,12 @@ typedef struct VolumeObservation {
     bool fs_read_only;         /* ST_RDONLY: mounted ro, or remounted ro after errors */
     bool has_fs_errors;
     uint64_t fs_errors;        /* ext4: /sys/fs/ext4/<dev>/errors_count */
+    /* Writes fail although the mount says rw: ext4 went emergency_ro
+     * (an error with errors=remount-ro... or the host fs full under it),
+     * or the filesystem shut down (ext4 "shutdown", XFS: statvfs EIO). */
+    bool fs_emergency_ro;
+    bool fs_shutdown;
+    int statvfs_error;         /* errno of statvfs(2) on the mount, else 0 */
 } VolumeObservation;
 
 typedef struct Observation {

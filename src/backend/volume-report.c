@@ -37,6 +37,10 @@ int volume_report_json(const Layout *l, const VolumeObservation *v, const Volume
     J_ADD(o, "mountpoint", jstr(v->mount_path));
     J_ADD(o, "mounted", json_object_new_boolean(up));
     J_ADD(o, "read_only", v->has_statvfs ? json_object_new_boolean(v->fs_read_only) : NULL);
+    /* Writes fail although the mount is rw: the kernel's word for it. */
+    J_ADD(o, "fs_state", !up ? NULL
+                         : jstr(v->fs_shutdown ? "shutdown" : v->fs_emergency_ro ? "emergency_ro"
+                                                            : v->fs_read_only ? "read-only" : "ok"));
     J_ADD(o, "backing_file", jstr(v->backing_path));
     if (v->backing_path && v->file_exists) {
         J_ADD(o, "backing_size_bytes", json_object_new_uint64(v->file_size));
@@ -105,6 +109,11 @@ void volume_report_metrics(const Observation *obs, MetricsWriter *w) {
                   v->has_statvfs && (value = (double) v->fs_inodes_free, true));
     VOLUME_FAMILY("layoutd_volume_read_only", METRIC_GAUGE, "1 when the volume's filesystem is read-only",
                   v->has_statvfs && (value = v->fs_read_only, true));
+    VOLUME_FAMILY("layoutd_volume_used_bytes", METRIC_GAUGE, "Filesystem bytes used",
+                  v->has_statvfs && (value = (double) v->fs_used, true));
+    VOLUME_FAMILY("layoutd_volume_fs_failed", METRIC_GAUGE,
+                  "1 when the filesystem stopped taking writes while mounted rw (emergency_ro, shutdown)",
+                  volume_observation_is_up(v) && (value = v->fs_emergency_ro || v->fs_shutdown, true));
     VOLUME_FAMILY("layoutd_volume_fs_errors", METRIC_GAUGE, "Errors the filesystem recorded (ext4 errors_count)",
                   v->has_fs_errors && (value = (double) v->fs_errors, true));
     VOLUME_FAMILY("layoutd_volume_backing_size_bytes", METRIC_GAUGE, "Apparent size of the backing file",

@@ -96,6 +96,27 @@ static void observe_fs_errors(VolumeObservation *o) {
     }
 }
 
+static bool has_option(const char *options, const char *opt) {
+    size_t n = strlen(opt);
+    for (const char *c = options; c && *c;) {
+        const char *e = strchrnul(c, ',');
+        if ((size_t) (e - c) == n && strncmp(c, opt, n) == 0)
+            return true;
+        c = *e ? e + 1 : e;
+    }
+    return false;
+}
+
+/* A filesystem that stopped taking writes while still mounted rw: ext4
+ * shows it in its mount options (emergency_ro, shutdown), XFS answers
+ * statvfs with EIO once it has shut down. */
+static void observe_fs_state(VolumeObservation *o) {
+    if (!o->mounted)
+        return;
+    o->fs_emergency_ro = has_option(o->mount.options, "emergency_ro");
+    o->fs_shutdown = has_option(o->mount.options, "shutdown") || o->statvfs_error == EIO;
+}
+
 static int observe_spec(const Layout *l, const VolumeSpec *spec, VolumeObservation *ret) {
     const VolumeBackend *b = volume_backend_get(spec->backend);
     struct stat st;
@@ -129,8 +150,11 @@ static int observe_spec(const Layout *l, const VolumeSpec *spec, VolumeObservati
     if (r < 0)
         goto fail;
     if (volume_observation_is_up(&o)) {
-        (void) observe_statvfs(&o);
+        r = observe_statvfs(&o);
+        if (r < 0)
+            o.statvfs_error = -r;
         observe_fs_errors(&o);
+        observe_fs_state(&o);
     }
     *ret = o;
     return 0;

@@ -213,6 +213,40 @@ static int op_probe(WorkerRun *w) {
     return 0;
 }
 
+/* statvfs of each path: the figures the capacity watch needs between two
+ * observations, as the fields of VolumeObservation are named. */
+static int op_statfs(WorkerRun *w) {
+    json_object *paths;
+    if (!json_object_object_get_ex(w->args, "paths", &paths) || !json_object_is_type(paths, json_type_array))
+        return -EINVAL;
+    json_object *out = json_object_new_array();
+    if (!out)
+        return -ENOMEM;
+    for (size_t i = 0; i < json_object_array_length(paths); i++) {
+        const char *dir = json_object_get_string(json_object_array_get_idx(paths, i));
+        VolumeObservation v = { .mount_path = (char *) dir };
+        int r = dir ? observe_statvfs(&v) : -EINVAL;
+        json_object *o = json_object_new_object();
+        json_object_object_add(o, "path", json_object_new_string(dir ?: ""));
+        json_object_object_add(o, "error", json_object_new_int(r < 0 ? -r : 0));
+        if (r >= 0) {
+            json_object_object_add(o, "fs_size", json_object_new_uint64(v.fs_size));
+            json_object_object_add(o, "fs_used", json_object_new_uint64(v.fs_used));
+            json_object_object_add(o, "fs_avail", json_object_new_uint64(v.fs_avail));
+            json_object_object_add(o, "fs_inodes", json_object_new_uint64(v.fs_inodes));
+            json_object_object_add(o, "fs_inodes_free", json_object_new_uint64(v.fs_inodes_free));
+            json_object_object_add(o, "fs_read_only", json_object_new_boolean(v.fs_read_only));
+        }
+        json_object_array_add(out, o);
+    }
+    if (!(w->extra = json_object_new_object())) {
+        json_object_put(out);
+        return -ENOMEM;
+    }
+    json_object_object_add(w->extra, "statfs", out);
+    return 0;
+}
+
 static int op_rmtree(WorkerRun *w) {
     const char *dir = arg_str(w->args, "dir"), *name = arg_str(w->args, "name");
     if (!dir || !name || strchr(name, '/') || streq(name, ".") || streq(name, ".."))
@@ -233,6 +267,7 @@ static const struct {
 } operations[] = {
     { WORKER_OP_OBSERVE, op_observe }, { WORKER_OP_APPLY, op_apply }, { WORKER_OP_CARVE, op_carve },
     { WORKER_OP_GROW, op_grow },       { WORKER_OP_PROBE, op_probe }, { WORKER_OP_RMTREE, op_rmtree },
+    { WORKER_OP_STATFS, op_statfs },
 };
 
 static int answer(int error, WorkerRun *w) {

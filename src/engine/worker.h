@@ -45,6 +45,8 @@
 #define WORKER_OP_GROW "grow"           /* args: {"volume": V, "size": BYTES} */
 #define WORKER_OP_PROBE "probe"         /* args: {"paths": [DIR...]}: the flush probe */
 #define WORKER_OP_RMTREE "rmtree"       /* args: {"dir": D, "name": N}: rm -r D/N, one fs */
+#define WORKER_OP_STATFS "statfs"       /* args: {"paths": [DIR...]}: statvfs of each, for the
+                                           capacity watch (cheaper than an observe) */
 
 typedef struct Worker Worker;
 
