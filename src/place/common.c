@@ -38,6 +38,7 @@ int place_reason_to_errno(PlaceReason r) {
         return 0;
     case PLACE_REASON_POOL_FULL:
     case PLACE_REASON_TOO_BIG:
+    case PLACE_REASON_HOST_FULL:
     case PLACE_REASON_NO_SPACE:
     case PLACE_REASON_NO_INODES:
         return -ENOSPC;

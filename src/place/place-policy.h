@@ -59,6 +59,9 @@ typedef struct PlacePoolConfig {
     uint64_t reserve_inodes;         /* workspace_reserve_inodes */
     uint64_t volume_size;            /* size of a newly carved volume; 0 =
                                         unknown (not checked) */
+    bool host_checked;               /* host_carvable is known: */
+    uint64_t host_carvable;          /* bytes the host filesystem can give
+                                        new volumes (beyond its reserve) */
 } PlacePoolConfig;
 
 /* Fills a PlacePoolConfig from a layout pool (borrowing its name). */
@@ -87,6 +90,7 @@ typedef enum PlaceReason {
     PLACE_REASON_POOL_FULL,         /* no volume fits and max_volumes reached */
     PLACE_REASON_TOO_BIG,           /* the request does not fit a new volume */
     PLACE_REASON_STICKY_MISSING,    /* the volume with the id's data is gone */
+    PLACE_REASON_HOST_FULL,         /* a new volume does not fit on the host */
     PLACE_REASON_INVALID,           /* bad request or pool settings */
     _PLACE_REASON_MAX,
     _PLACE_REASON_INVALID = -EINVAL,

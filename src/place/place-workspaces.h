@@ -77,6 +77,11 @@ typedef struct PlaceContext {
      * taken, never carved again). Strings borrowed. */
     const PlaceCandidate *extra;
     size_t n_extra;
+    /* Bytes the host can give new volumes (capacity_host_carvable), when
+     * host_checked: a carve that does not fit is refused (host-full)
+     * rather than failing half-way. */
+    bool host_checked;
+    uint64_t host_carvable;
 } PlaceContext;
 
 typedef struct PlaceCreateRequest {

@@ -37,6 +37,7 @@ static const char *const place_reason_table[_PLACE_REASON_MAX] = {
     [PLACE_REASON_POOL_FULL] = "pool-full",
     [PLACE_REASON_TOO_BIG] = "too-big",
     [PLACE_REASON_STICKY_MISSING] = "sticky-missing",
+    [PLACE_REASON_HOST_FULL] = "host-full",
     [PLACE_REASON_INVALID] = "invalid",
 };
 
@@ -353,6 +354,17 @@ int place_policy_decide(const PlaceCandidate *candidates, size_t n_candidates,
             place_strbuf_append(&b, "%s (volume_size); raise pools.%s.volume_size or lower "
                                 "the request", format_bytes(buf, sizeof(buf), cfg->volume_size),
                                 pool);
+            goto finish;
+        }
+        if (cfg->host_checked && cfg->volume_size > cfg->host_carvable) {
+            char buf2[32];
+            d.reason = PLACE_REASON_HOST_FULL;
+            place_strbuf_append(&b, "no volume of pool '%s' can take workspace '%s' (", pool, req->id);
+            append_rejections(&b, counts, req, cfg);
+            place_strbuf_append(&b, ") and a new one (%s, volume_size) does not fit on the host: the filesystem "
+                                "under the backing files can give %s beyond what the volumes may still claim "
+                                "and the host reserve; free space there", format_bytes(buf, sizeof(buf),
+                                cfg->volume_size), format_bytes(buf2, sizeof(buf2), cfg->host_carvable));
             goto finish;
         }
         r = lowest_free_index(candidates, n_candidates, &d.carve_index);

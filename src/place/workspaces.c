@@ -150,6 +150,8 @@ int place_workspace_explain(PlaceContext *c, const PlaceCreateRequest *req,
 
     PlacePoolConfig cfg;
     place_pool_config_from_pool(pool, &cfg);
+    cfg.host_checked = c->host_checked;
+    cfg.host_carvable = c->host_carvable;
     WorkspaceRecord *kept = state_record_find_workspace(c->record, req->id);
     PlaceRequest preq = {
         .id = req->id,

@@ -202,6 +202,33 @@ static void test_pool_full_message(void **state) {
     place_decision_done(&d);
 }
 
+/* A host that cannot hold another volume: refused (host-full), never a
+ * carve that fails half-way; a host that can still does carve. */
+static void test_host_full(void **state) {
+    PlacePoolConfig cfg = cfg_default();
+    PlaceCandidate c[1] = { CAND("state-0", 0, 3, "", GIB) };
+    PlaceRequest req = { .id = "w" };
+    PlaceDecision d = {};
+    cfg.host_checked = true;
+    cfg.host_carvable = 255 * MIB;
+    assert_int_equal(place_policy_decide(c, 1, &req, &cfg, &d), 0);
+    assert_int_equal(d.action, PLACE_ACTION_REFUSE);
+    assert_int_equal(d.reason, PLACE_REASON_HOST_FULL);
+    assert_non_null(strstr(d.explanation, "does not fit on the host"));
+    assert_string_equal(place_reason_to_string(d.reason), "host-full");
+    place_decision_done(&d);
+    cfg.host_carvable = 256 * MIB;
+    assert_int_equal(place_policy_decide(c, 1, &req, &cfg, &d), 0);
+    assert_int_equal(d.action, PLACE_ACTION_CARVE);
+    place_decision_done(&d);
+    /* an existing volume with room is used whatever the host has */
+    c[0].n_workspaces = 1;
+    cfg.host_carvable = 0;
+    assert_int_equal(place_policy_decide(c, 1, &req, &cfg, &d), 0);
+    assert_int_equal(d.action, PLACE_ACTION_USE);
+    place_decision_done(&d);
+}
+
 static void test_sticky(void **state) {
     PlacePoolConfig cfg = cfg_default();
     cfg.tenant_isolation = true;
@@ -605,6 +632,7 @@ int main(void) {
         cmocka_unit_test(test_flags_space_inodes),
         cmocka_unit_test(test_tenant_isolation),
         cmocka_unit_test(test_pool_full_message),
+        cmocka_unit_test(test_host_full),
         cmocka_unit_test(test_sticky),
         cmocka_unit_test(test_invalid),
         cmocka_unit_test(test_properties_random),
