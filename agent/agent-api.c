@@ -119,11 +119,13 @@ static int h_reload(void *userdata, ApiCall *call) {
     return 1;
 }
 
-/* Problems an operator must see, each naming what it is about. */
-static json_object *problems(Agent *a, bool *ret_healthy) {
+/* Problems an operator must see, each naming what it is about, how bad
+ * (level: warning, degraded, failed), a stable code and what to do. The
+ * agent's health is the worst level (ok when there is none). */
+static json_object *problems(Agent *a, VolumeHealth *ret_health) {
     json_object *arr = json_object_new_array();
-    bool healthy = true;
-#define PROBLEM(key, name, ...)                                                 \
+    VolumeHealth worst = VOLUME_HEALTH_OK;
+#define PROBLEM(key, name, level, code, ...)                                    \
     do {                                                                        \
         json_object *_p = json_object_new_object();                             \
         _cleanup_free_ char *_m = NULL;                                         \
@@ -131,54 +133,62 @@ static json_object *problems(Agent *a, bool *ret_healthy) {
             _m = NULL;                                                          \
         if (key)                                                                \
             J_ADD(_p, key, jstr(name));                                         \
+        J_ADD(_p, "level", jstr(volume_health_to_string(level)));               \
+        J_ADD(_p, "code", jstr(code));                                          \
         J_ADD(_p, "message", jstr(_m));                                         \
         json_object_array_add(arr, _p);                                         \
+        worst = MAX(worst, (level));                                            \
     } while (0)
 
-    const Observation *obs = a->engine->observation;
-    for (size_t i = 0; obs && i < obs->n; i++) {
-        const VolumeObservation *v = &obs->volumes[i];
-        if (!v->declared && !state_record_find_volume(agent_record(a), v->name))
+    for (size_t i = 0; i < a->n_volume_states; i++) {
+        const VolumeState *s = &a->volume_states[i];
+        const VolumeObservation *v = agent_volume(a, s->name);
+        if (!v || (!v->declared && !state_record_find_volume(agent_record(a), v->name)))
             continue;
-        const char *problem = NULL, *health = agent_volume_health(a, v, &problem);
-        if (!streq(health, "ok")) {
-            healthy = false;
-            PROBLEM("volume", v->name, "%s (%s)", problem ?: "not in service", health);
+        for (size_t k = 0; k < s->assessment.n; k++) {
+            const VolumeFinding *f = &s->assessment.findings[k];
+            PROBLEM("volume", s->name, f->level, f->code, "%s", f->message);
         }
     }
     for (size_t i = 0; a->volume_results && i < a->volume_results->n_volumes; i++) {
         const ApplyVolumeResult *v = &a->volume_results->volumes[i];
-        if (v->outcome == APPLY_OUTCOME_REFUSED && !agent_volume(a, v->volume)) {
-            healthy = false;
-            PROBLEM("volume", v->volume, "refused, never used: %s", v->message ?: "?");
-        }
+        if (v->outcome == APPLY_OUTCOME_REFUSED && !agent_volume(a, v->volume))
+            PROBLEM("volume", v->volume, VOLUME_HEALTH_DEGRADED, v->reason ?: "refused",
+                    "%s was refused and is not used: %s", v->volume, v->message ?: "?");
         for (char **n = v->notes; n && *n; n++)
-            PROBLEM("volume", v->volume, "%s", *n);
+            PROBLEM("volume", v->volume, VOLUME_HEALTH_WARNING, "note", "%s: %s", v->volume, *n);
         /* A refusal that leaves the volume in service (a shrink): the
          * layout asks for something that was not done. */
         for (size_t k = 0; k < v->n_steps; k++)
             if (v->steps[k].kind == PLAN_STEP_REFUSE && v->outcome != APPLY_OUTCOME_REFUSED)
-                PROBLEM("volume", v->volume, "%s", v->steps[k].description);
+                PROBLEM("volume", v->volume, VOLUME_HEALTH_WARNING, "refused-change", "%s",
+                        v->steps[k].description);
     }
     size_t n = a->supervisor ? supervisor_count(a->supervisor) : 0;
     for (size_t i = 0; i < n; i++) {
         WorkspaceStatus st;
         if (supervisor_get_status_by_index(a->supervisor, i, &st) < 0)
             continue;
-        if (st.state == SUPERVISOR_FAILED) {
-            healthy = false;
-            PROBLEM("workspace", st.id, "the FUSE daemon hit its crash-loop limit; `layoutctl restart %s` brings it back",
+        if (st.state == SUPERVISOR_FAILED)
+            PROBLEM("workspace", st.id, VOLUME_HEALTH_FAILED, "crash-loop",
+                    "%s: the FUSE daemon hit its crash-loop limit; `layoutctl restart %s` brings it back", st.id,
                     st.id);
-        } else if (st.state == SUPERVISOR_BACKOFF)
-            healthy = false;
+        else if (st.state == SUPERVISOR_BACKOFF)
+            PROBLEM("workspace", st.id, VOLUME_HEALTH_DEGRADED, "backoff",
+                    "%s: the FUSE daemon died and is restarted after a backoff", st.id);
     }
-    if (a->last_reload_error) {
-        healthy = false;
-        PROBLEM(NULL, NULL, "the last reload was refused; the previous layout keeps running");
-    }
+    if (a->last_reload_error)
+        PROBLEM(NULL, NULL, VOLUME_HEALTH_DEGRADED, "reload-refused",
+                "the last reload was refused; the previous layout keeps running: %s", a->last_reload_error);
 #undef PROBLEM
-    *ret_healthy = healthy;
+    *ret_health = worst;
     return arr;
+}
+
+/* The agent's health: a failed volume or workspace makes the host
+ * degraded, not failed (the rest serves). */
+static const char *agent_health_word(VolumeHealth h) {
+    return h == VOLUME_HEALTH_OK ? "ok" : h == VOLUME_HEALTH_WARNING ? "warning" : "degraded";
 }
 
 static int h_status(void *userdata, ApiCall *call) {
@@ -196,11 +206,24 @@ static int h_status(void *userdata, ApiCall *call) {
     J_ADD(o, "layout", l);
     J_ADD(o, "generation", json_object_new_uint64(a->generation));
 
-    size_t total = agent_volumes_total(a), up = agent_volumes_up(a);
+    /* Volumes by health (of those the layout declares or the record
+     * holds), and how many are in service. */
+    size_t total = 0, counts_by_health[_VOLUME_HEALTH_MAX] = {};
+    const Observation *obs = a->engine->observation;
+    for (size_t i = 0; obs && i < obs->n; i++) {
+        const VolumeObservation *vo = &obs->volumes[i];
+        if (!vo->declared && !state_record_find_volume(agent_record(a), vo->name))
+            continue;
+        total++;
+        VolumeHealth h = volume_health_from_string(agent_volume_health(a, vo, NULL));
+        if (h >= 0)
+            counts_by_health[h]++;
+    }
     json_object *v = json_object_new_object();
     J_ADD(v, "total", json_object_new_int64((int64_t) total));
-    J_ADD(v, "ok", json_object_new_int64((int64_t) up));
-    J_ADD(v, "degraded", json_object_new_int64((int64_t) (total > up ? total - up : 0)));
+    J_ADD(v, "up", json_object_new_int64((int64_t) agent_volumes_up(a)));
+    for (VolumeHealth h = 0; h < _VOLUME_HEALTH_MAX; h++)
+        J_ADD(v, volume_health_to_string(h), json_object_new_int64((int64_t) counts_by_health[h]));
     J_ADD(o, "volumes", v);
 
     size_t counts[_SUPERVISOR_STATE_MAX] = {}, n = a->supervisor ? supervisor_count(a->supervisor) : 0;
@@ -227,31 +250,48 @@ static int h_status(void *userdata, ApiCall *call) {
         J_ADD(o, "last_reload_error", e);
     } else
         J_ADD(o, "last_reload_error", NULL);
-    bool healthy;
-    json_object *p = problems(a, &healthy);
-    J_ADD(o, "health", jstr(healthy ? "ok" : "degraded"));
+    VolumeHealth worst;
+    json_object *p = problems(a, &worst);
+    J_ADD(o, "health", jstr(agent_health_word(worst)));
     J_ADD(o, "problems", p);
+    J_ADD(o, "gc", agent_gc_json(a));
     call->reply = o;
     return 0;
 }
 
-/* GET /v1/health: 200 when everything is fine, 503 with the problems. */
+/* GET /v1/health: 200 when the host serves as asked (warnings are for
+ * people, not for load balancers), 503 with the problems otherwise. */
 static int h_health(void *userdata, ApiCall *call) {
     Agent *a = userdata;
-    bool healthy;
-    json_object *p = problems(a, &healthy);
-    bool ready = a->ready && !a->stopping;
+    VolumeHealth worst;
+    json_object *p = problems(a, &worst);
+    bool ready = a->ready && !a->stopping, healthy = worst <= VOLUME_HEALTH_WARNING;
     call->reply = json_object_new_object();
-    J_ADD(call->reply, "health", jstr(healthy && ready ? "ok" : ready ? "degraded" : a->stopping ? "stopping"
-                                                                                                 : "starting"));
+    J_ADD(call->reply, "health", jstr(ready ? agent_health_word(worst) : a->stopping ? "stopping" : "starting"));
     J_ADD(call->reply, "problems", p);
     call->status = healthy && ready ? 200 : 503;
     return 0;
 }
 
+/* State volumes the engine refused and never recorded (a foreign file at
+ * state-N.img): their index is taken for good. */
+static unsigned refused_state_volumes(Agent *a) {
+    unsigned n = 0;
+    for (size_t i = 0; a->volume_results && i < a->volume_results->n_volumes; i++) {
+        const ApplyVolumeResult *v = &a->volume_results->volumes[i];
+        unsigned index;
+        if (v->outcome == APPLY_OUTCOME_REFUSED && !state_record_find_volume(agent_record(a), v->volume) &&
+            !agent_volume(a, v->volume) && sscanf(v->volume, "state-%u", &index) == 1)
+            n++;
+    }
+    return n;
+}
+
 /* What a cluster scheduler reads to place workspaces onto hosts: per pool,
- * how many more workspaces fit before its maximum (free slots in the
- * volumes that are up, plus those of volumes it may still carve). */
+ * how many more workspaces really fit. A slot counts only on a volume that
+ * takes workspaces now (in service, not degraded, with a workspace's
+ * reserve free or growable), and a volume yet to carve only if the host
+ * filesystem can hold it beyond its reserve and the indexes refused. */
 static int h_capacity(void *userdata, ApiCall *call) {
     Agent *a = userdata;
     const Observation *obs = a->engine->observation;
@@ -264,13 +304,15 @@ static int h_capacity(void *userdata, ApiCall *call) {
         if (!p)
             continue;
         json_object *o = json_object_new_object();
-        uint64_t size = 0, used = 0, free_bytes = 0, free_slots = 0, workspaces = 0;
-        unsigned volumes = 0;
+        uint64_t size = 0, used = 0, free_bytes = 0, growable = 0, free_slots = 0, workspaces = 0;
+        unsigned volumes = 0, accepting = 0;
         for (size_t i = 0; obs && i < obs->n; i++) {
             const VolumeObservation *v = &obs->volumes[i];
             if (v->role != role || !v->declared)
                 continue;
             volumes++;
+            uint64_t g = agent_capacity_growable(a, v);
+            growable += g;
             if (v->has_statvfs) {
                 size += v->fs_size;
                 used += v->fs_used;
@@ -280,8 +322,15 @@ static int h_capacity(void *userdata, ApiCall *call) {
                 continue;
             size_t n = state_record_count_workspaces(record, v->name);
             workspaces += n;
-            if (volume_observation_is_up(v) && n < p->workspaces_per_volume)
+            const char *health = agent_volume_health(a, v, NULL);
+            bool takes = volume_observation_is_up(v) && v->has_statvfs &&
+                         (streq(health, "ok") || streq(health, "warning")) &&
+                         v->fs_avail + g >= p->workspace_reserve &&
+                         v->fs_inodes_free >= MIN(p->workspace_reserve_inodes, v->fs_inodes_free + 1);
+            if (takes && n < p->workspaces_per_volume) {
                 free_slots += p->workspaces_per_volume - n;
+                accepting++;
+            }
         }
         J_ADD(o, "role", jstr(pool_role_to_string(role)));
         J_ADD(o, "backend", jstr(backend_to_string(p->backend)));
@@ -289,11 +338,17 @@ static int h_capacity(void *userdata, ApiCall *call) {
         J_ADD(o, "size_bytes", json_object_new_uint64(size));
         J_ADD(o, "used_bytes", json_object_new_uint64(used));
         J_ADD(o, "free_bytes", json_object_new_uint64(free_bytes));
+        J_ADD(o, "growable_bytes", json_object_new_uint64(growable));
         if (role == POOL_STATE) {
-            unsigned carvable = p->max_volumes > volumes ? p->max_volumes - volumes : 0;
+            const char *limit = NULL;
+            unsigned refused = refused_state_volumes(a);
+            unsigned carvable = agent_capacity_carvable(a, p, volumes, refused, &limit);
             free_slots += (uint64_t) carvable * p->workspaces_per_volume;
             J_ADD(o, "max_volumes", json_object_new_int64(p->max_volumes));
+            J_ADD(o, "volumes_accepting", json_object_new_int64(accepting));
+            J_ADD(o, "refused_volumes", json_object_new_int64(refused));
             J_ADD(o, "carvable_volumes", json_object_new_int64(carvable));
+            J_ADD(o, "carvable_limit", jstr(limit));
             J_ADD(o, "carvable_bytes", json_object_new_uint64((uint64_t) carvable * p->volume_size));
             J_ADD(o, "workspaces_per_volume", json_object_new_int64(p->workspaces_per_volume));
             J_ADD(o, "workspaces", json_object_new_uint64(workspaces));
@@ -306,7 +361,23 @@ static int h_capacity(void *userdata, ApiCall *call) {
     call->reply = json_object_new_object();
     J_ADD(call->reply, "pools", pools);
     J_ADD(call->reply, "workspace_slots_free", json_object_new_uint64(host_free_slots));
+    json_object *h = json_object_new_object();
+    if (obs && obs->has_backing_free) {
+        const Pool *sp = layout_pool(layout, POOL_STATE);
+        J_ADD(h, "free_bytes", json_object_new_uint64(obs->backing_free));
+        J_ADD(h, "size_bytes", json_object_new_uint64(obs->backing_size));
+        J_ADD(h, "promised_bytes", json_object_new_uint64(capacity_host_promised(obs)));
+        J_ADD(h, "headroom_bytes", json_object_new_uint64(capacity_host_headroom(obs)));
+        J_ADD(h, "carvable_bytes", json_object_new_uint64(capacity_host_carvable(sp, obs)));
+    }
+    J_ADD(call->reply, "host", h);
     return 0;
+}
+
+static int h_gc(void *userdata, ApiCall *call) {
+    Agent *a = userdata;
+    int r = agent_gc_run(a, call->query && call->query->dry_run, call->operation, &call->error);
+    return r < 0 ? r : 1;
 }
 
 static int op_metrics(void *userdata, MetricsWriter *w, ApiError *err) {
@@ -338,15 +409,29 @@ static int op_metrics(void *userdata, MetricsWriter *w, ApiError *err) {
                                      (double) state_record_count_workspaces(record, v->name));
     }
     (void) metrics_writer_family(w, "layoutd_volume_health", METRIC_GAUGE,
-                                 "1 for the volume's current health (ok, degraded, failed)");
+                                 "1 for the volume's current health (ok, warning, degraded, failed)");
     for (size_t i = 0; obs && i < obs->n; i++) {
         const VolumeObservation *v = &obs->volumes[i];
         const char *h = agent_volume_health(a, v, NULL);
-        static const char *const states[] = { "ok", "degraded", "failed" };
-        for (size_t k = 0; k < ELEMENTSOF(states); k++)
-            (void) metrics_writer_sample(w, (const char *const[]) { "volume", v->name, "health", states[k], NULL },
-                                         streq(h, states[k]));
+        for (VolumeHealth k = 0; k < _VOLUME_HEALTH_MAX; k++)
+            (void) metrics_writer_sample(w, (const char *const[]) { "volume", v->name, "health",
+                                                                    volume_health_to_string(k), NULL },
+                                         streq(h, volume_health_to_string(k)));
     }
+    (void) metrics_writer_family(w, "layoutd_volume_problem", METRIC_GAUGE,
+                                 "1 for each finding on the volume (code), at its level");
+    for (size_t i = 0; i < a->n_volume_states; i++) {
+        const VolumeState *st = &a->volume_states[i];
+        for (size_t k = 0; k < st->assessment.n; k++)
+            (void) metrics_writer_sample(w, (const char *const[]) { "volume", st->name, "code",
+                                                                    st->assessment.findings[k].code, "level",
+                                                                    volume_health_to_string(
+                                                                            st->assessment.findings[k].level),
+                                                                    NULL },
+                                         1);
+    }
+    agent_capacity_metrics(a, w);
+    agent_gc_metrics(a, w);
     agent_vdo_metrics(a, w);
     (void) metrics_writer_family(w, "layoutd_volume_flush_probe_seconds", METRIC_HISTOGRAM,
                                  "Time to write and fsync a fresh 4 KiB file on the volume (its flush cost)");
@@ -417,6 +502,7 @@ const ApiOps agent_api_ops = {
         [API_ROUTE_WORKSPACE_RESTART] = h_restart,
         [API_ROUTE_RELOAD] = h_reload,
         [API_ROUTE_CAPACITY] = h_capacity,
+        [API_ROUTE_GC] = h_gc,
     },
     .metrics = op_metrics,
 };

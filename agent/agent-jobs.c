@@ -30,6 +30,7 @@ struct VolumeJob {
     void *userdata;
     Worker *worker;              /* NULL: queued */
     usec_t started;
+    unsigned flags;              /* AgentJobFlags */
 };
 
 size_t agent_jobs_count(Agent *a) {
@@ -165,7 +166,7 @@ static void on_done(Worker *w, int error, const char *message, ApplyResult *res,
     unlink_job(a, j);
     if (j->done)
         j->done(a, error, message, res, extra, j->userdata);
-    if (res) {
+    if (res && !(j->flags & AGENT_JOB_OWN_RESULT)) {
         ApplyResult *copy = res;
         (void) apply_result_merge(a->volume_results, &copy);
     }
@@ -222,6 +223,11 @@ static void schedule(Agent *a) {
 
 int agent_job_submit(Agent *a, const char *op, json_object *args, const char *volume, ApiOperation *operation,
                      VolumeJobDone done, void *userdata) {
+    return agent_job_submit_full(a, op, args, volume, operation, 0, done, userdata);
+}
+
+int agent_job_submit_full(Agent *a, const char *op, json_object *args, const char *volume, ApiOperation *operation,
+                          unsigned flags, VolumeJobDone done, void *userdata) {
     VolumeJob *j = calloc(1, sizeof(*j));
     if (!j) {
         json_object_put(args);
@@ -236,6 +242,7 @@ int agent_job_submit(Agent *a, const char *op, json_object *args, const char *vo
         .step = -1,
         .done = done,
         .userdata = userdata,
+        .flags = flags,
     };
     if (!j->op || (volume && !j->volume)) {
         job_free(j);

@@ -75,6 +75,9 @@ static void on_probed(Worker *w, int error, const char *message, ApplyResult *re
     json_object_put(extra);
     a->prober = worker_free(a->prober);
     a->probe_volumes = strv_free(a->probe_volumes);
+    /* A probe that starts or stops failing changes the volume's health
+     * now, not at the next observation. */
+    agent_volumes_changed(a);
 }
 
 static int probe_run(Agent *a) {

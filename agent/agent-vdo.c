@@ -6,8 +6,8 @@
  *
  *  - the mode changes are logged as the observation shows them: read-only
  *    mode (possible data loss) marks the volume degraded, so placement
- *    skips it, and the log says what to do; physical usage above 90 % is
- *    said once when crossing;
+ *    skips it, and the log says what to do (physical usage is judged
+ *    with every volume's capacity: src/capacity/health.c);
  *  - the periodic fstrim at each pool's vdo.fstrim_interval, in a child
  *    process (an fstrim of a large XFS on VDO can take minutes): its exit
  *    is an event, logged with fstrim's own output. Online discard is
@@ -29,7 +29,6 @@ typedef struct AgentVdoVolume {
     bool known;                  /* a mode was seen before */
     VdoMode mode;
     bool index_error;
-    bool space_warned;           /* physical usage above 90 % was logged */
 
     Child *trim;                 /* running, or NULL */
     usec_t trim_started;         /* CLOCK_MONOTONIC */
@@ -108,14 +107,6 @@ static void note_volume(Agent *a, const VolumeObservation *v) {
     if (index_error && !av->index_error)
         log_warning("volume %s: the VDO deduplication index is in error: marked degraded (no deduplication)", v->name);
     av->index_error = index_error;
-    /* Running out of physical space is what VDO operators fear most
-     * (vdo#22): say it once when crossing 90 %, again after it fell. */
-    bool high = s->physical_total > 0 && s->physical_used * 10 >= s->physical_total * 9;
-    if (high && !av->space_warned)
-        log_warning("volume %s: VDO physical space %" PRIu64 "%% used (%" PRIu64 "/%" PRIu64 " blocks): grow it "
-                    "or free space and let fstrim return it", v->name, s->physical_used * 100 / s->physical_total,
-                    s->physical_used, s->physical_total);
-    av->space_warned = high;
     av->known = true;
     av->mode = s->mode;
 }

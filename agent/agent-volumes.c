@@ -41,61 +41,56 @@ size_t agent_volumes_up(Agent *a) {
     return n;
 }
 
-/* ok: in service as asked; degraded: in service, but not as the layout
- * asks (direct I/O refused, VDO read-only); failed: out of service. */
+/* The latest assessment (agent-capacity.c): ok, warning (filling),
+ * degraded (in service, not as asked, or writes fail), failed (out of
+ * service); the problem is the worst finding. */
 const char *agent_volume_health(Agent *a, const VolumeObservation *v, const char **ret_problem) {
-    const ApplyVolumeResult *res = apply_result_find(a->volume_results, v->name);
-    const Pool *p = layout_pool(agent_layout(a), v->role);
-    const char *problem = NULL, *health = "ok";
-    if (!volume_observation_is_up(v)) {
-        health = "failed";
-        problem = res && res->message ? res->message : "not mounted";
-    } else if (v->attached && p && p->direct_io && !v->loop.direct_io) {
-        health = "degraded";
-        problem = "direct I/O was refused by the kernel: the loop device is buffered";
-    } else if (v->has_vdo_stats && v->vdo.degraded) {
-        health = "degraded";
-        problem = v->vdo.mode == VDO_MODE_READ_ONLY ? "VDO is in read-only mode after an error"
-                                                    : "the VDO deduplication index is in error";
-    }
+    const VolumeState *s = agent_volume_state(a, v->name);
+    VolumeHealth h = s ? s->assessment.health : volume_observation_is_up(v) ? VOLUME_HEALTH_OK : VOLUME_HEALTH_FAILED;
     if (ret_problem)
-        *ret_problem = problem;
-    return health;
+        *ret_problem = s && s->assessment.n > 0 ? s->assessment.findings[0].message
+                       : h == VOLUME_HEALTH_FAILED ? "not mounted" : NULL;
+    return volume_health_to_string(h);
 }
 
-static const char *previous_health(Agent *a, const char *name) {
-    size_t n = strlen(name);
-    for (char **h = a->volume_health; h && *h; h++)
-        if (strncmp(*h, name, n) == 0 && (*h)[n] == '=')
-            return *h + n + 1;
-    return NULL;
+static int health_priority(VolumeHealth h) {
+    switch (h) {
+    case VOLUME_HEALTH_OK:
+        return LOG_NOTICE;
+    case VOLUME_HEALTH_FAILED:
+        return LOG_ERR;
+    default:
+        return LOG_WARNING;
+    }
 }
 
 void agent_volumes_changed(Agent *a) {
-    const Observation *o = a->engine->observation;
-    char **now = NULL;
-    for (size_t i = 0; o && i < o->n; i++) {
-        const VolumeObservation *v = &o->volumes[i];
-        const char *problem = NULL, *health = agent_volume_health(a, v, &problem);
-        const char *before = previous_health(a, v->name);
-        _cleanup_free_ char *kv = NULL;
-        if (asprintf(&kv, "%s=%s", v->name, health) < 0 || strv_extend(&now, kv) < 0)
+    agent_capacity_observed(a);
+    for (size_t i = 0; i < a->n_volume_states; i++) {
+        VolumeState *s = &a->volume_states[i];
+        VolumeHealth h = s->assessment.health;
+        const char *problem = s->assessment.n > 0 ? s->assessment.findings[0].message : NULL;
+        if ((s->reported && s->reported_health == h) || (!s->reported && h == VOLUME_HEALTH_OK)) {
+            s->reported = true;
+            s->reported_health = h;
             continue;
-        if (streq_ptr(before, health) || (!before && streq(health, "ok")))
-            continue;
-        log_full_errno(streq(health, "ok") ? LOG_NOTICE : streq(health, "failed") ? LOG_ERR : LOG_WARNING, 0,
-                       "volume %s: health %s -> %s%s%s", v->name, before ?: "unknown", health, problem ? ": " : "",
-                       problem ?: "");
+        }
+        const char *before = s->reported ? volume_health_to_string(s->reported_health) : NULL;
+        log_full_errno(health_priority(h), 0, "volume %s: health %s -> %s%s%s", s->name, before ?: "unknown",
+                       volume_health_to_string(h), problem ? ": " : "", problem ?: "");
         json_object *f = json_object_new_object();
-        json_object_object_add(f, "volume", json_object_new_string(v->name));
+        json_object_object_add(f, "volume", json_object_new_string(s->name));
         json_object_object_add(f, "from", before ? json_object_new_string(before) : NULL);
-        json_object_object_add(f, "to", json_object_new_string(health));
+        json_object_object_add(f, "to", json_object_new_string(volume_health_to_string(h)));
         json_object_object_add(f, "problem", problem ? json_object_new_string(problem) : NULL);
+        json_object_object_add(f, "code", s->assessment.n > 0 ? json_object_new_string(s->assessment.findings[0].code)
+                                                              : NULL);
         agent_event(a, "volume.health", f);
+        s->reported = true;
+        s->reported_health = h;
     }
-    strv_free(a->volume_health);
-    a->volume_health = now;
     agent_vdo_observed(a);
+    agent_gc_observed(a);
     if (a->ready)
         agent_update_status(a);
 }
@@ -115,6 +110,47 @@ json_object *agent_volume_json(Agent *a, const VolumeObservation *v) {
     json_object_object_add(o, "state", json_object_new_string(state));
     json_object_object_add(o, "health", json_object_new_string(health));
     json_object_object_add(o, "message", problem ? json_object_new_string(problem) : NULL);
+    const VolumeState *vs = agent_volume_state(a, v->name);
+    json_object *fl = json_object_new_array();
+    for (size_t i = 0; vs && i < vs->assessment.n; i++) {
+        const VolumeFinding *f = &vs->assessment.findings[i];
+        json_object *j = json_object_new_object();
+        json_object_object_add(j, "level", json_object_new_string(volume_health_to_string(f->level)));
+        json_object_object_add(j, "code", json_object_new_string(f->code));
+        json_object_object_add(j, "message", json_object_new_string(f->message));
+        json_object_array_add(fl, j);
+    }
+    json_object_object_add(o, "findings", fl);
+    CapacityUsage u;
+    capacity_usage(v, &u);
+    json_object *uj = NULL;
+    if (u.known) {
+        uj = json_object_new_object();
+        json_object_object_add(uj, "bytes_percent", json_object_new_int((int) u.bytes_percent));
+        json_object_object_add(uj, "inodes_percent", json_object_new_int((int) u.inodes_percent));
+    }
+    json_object_object_add(o, "usage", uj);
+    const Pool *pool = v->declared ? layout_pool(agent_layout(a), v->role) : NULL;
+    json_object *gj = NULL;
+    if (pool && pool->growth.enabled) {
+        gj = json_object_new_object();
+        const char *st = !vs ? "idle"
+                         : vs->growing ? "growing"
+                         : vs->growth.action == GROWTH_REFUSE ? "refused"
+                         : vs->growth_error ? "failed"
+                                            : "idle";
+        json_object_object_add(gj, "state", json_object_new_string(st));
+        json_object_object_add(gj, "threshold_percent", json_object_new_int((int) pool->growth.threshold));
+        json_object_object_add(gj, "max_size_bytes", json_object_new_uint64(pool->growth.max_size));
+        json_object_object_add(gj, "refused_reason", vs && vs->growth.action == GROWTH_REFUSE
+                                                         ? json_object_new_string(vs->growth.reason)
+                                                         : NULL);
+        json_object_object_add(gj, "last_error", vs && vs->growth_error ? json_object_new_string(vs->growth_error)
+                                                                         : NULL);
+        json_object_object_add(gj, "grows", json_object_new_uint64(vs ? vs->grows : 0));
+        json_object_object_add(gj, "grown_bytes", json_object_new_uint64(vs ? vs->grown_bytes : 0));
+    }
+    json_object_object_add(o, "growth", gj);
     /* Every GET is served from the cached observation: say how old it is,
      * so that a caller who just wrote can wait for figures that include it. */
     usec_t at = a->engine->observation ? a->engine->observation->taken_at : 0;

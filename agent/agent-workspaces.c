@@ -83,12 +83,19 @@ static int place_observe_cached(void *userdata, const VolumeRecord *v, const cha
         ret->flags |= PLACE_VOLUME_UNAVAILABLE;
         return 0;
     }
-    ret->free_bytes = o->fs_avail;
+    /* What growth can still add counts as free: a volume that grows is
+     * not full (ext4 gains inodes with its size, in proportion). */
+    uint64_t growable = agent_capacity_growable(a, o);
+    ret->free_bytes = o->fs_avail + growable;
     ret->free_inodes = o->fs_inodes_free;
+    if (growable && o->file_size && streq_ptr(o->mount.fstype, "ext4"))
+        ret->free_inodes += (uint64_t) ((unsigned __int128) o->fs_inodes * growable / o->file_size);
     if (o->fs_read_only)
         ret->flags |= PLACE_VOLUME_READ_ONLY;
+    /* A warning (filling) still takes workspaces; degraded ones (full and
+     * not growing, writes failing, not as asked) do not. */
     const char *health = agent_volume_health(a, o, NULL);
-    if (!streq(health, "ok"))
+    if (!streq(health, "ok") && !streq(health, "warning"))
         ret->flags |= PLACE_VOLUME_DEGRADED;
     if (o->has_vdo_stats && o->vdo.mode == VDO_MODE_READ_ONLY)
         ret->flags |= PLACE_VOLUME_READ_ONLY;
@@ -157,6 +164,20 @@ void agent_place_context(Agent *a, PlaceContext *ret) {
         .extra = a->place_extras,
         .n_extra = n,
     };
+    const Observation *o = a->engine->observation;
+    const Pool *p = layout_pool(agent_layout(a), POOL_STATE);
+    const BackendTraits *t = p ? backend_traits(p->backend) : NULL;
+    if (o && o->has_backing_free && t && t->has_device) {
+        /* Volumes being carved take their share first (once observed,
+         * their sparse file is counted as promised already). */
+        uint64_t pending = 0;
+        for (PendingCarve *c = a->carves; c; c = c->next)
+            if (!agent_volume(a, c->name))
+                pending += p->volume_size;
+        uint64_t room = capacity_host_carvable(p, o);
+        ret->host_checked = true;
+        ret->host_carvable = room > pending ? room - pending : 0;
+    }
 }
 
 /* ---- supervision ----------------------------------------------------------- */

@@ -56,6 +56,7 @@ Agent *agent_free(Agent *a) {
         return NULL;
     agent_flush_probe_stop(a);
     agent_vdo_stop(a);
+    agent_gc_stop(a);
     agent_volumes_unwatch(a);
     agent_jobs_abandon(a);
     for (size_t i = 0; i < a->n_probes; i++)
@@ -67,7 +68,7 @@ Agent *agent_free(Agent *a) {
     a->supervisor = supervisor_free(a->supervisor);
     apply_result_free(a->volume_results);
     free(a->place_extras);
-    strv_free(a->volume_health);
+    agent_capacity_stop(a);
     strv_free(a->reload_notes);
     engine_free(a->engine);
     free(a->last_reload_error);
@@ -131,6 +132,7 @@ static void on_reload_applied(Agent *a, int error, const char *message, ApplyRes
     agent_flush_probe_stop(a);
     (void) agent_flush_probe_start(a);
     (void) agent_vdo_start(a);
+    (void) agent_gc_start(a);
     (void) sd_notify(false, "READY=1");
     agent_update_status(a);
     if (job->op) {
@@ -266,6 +268,7 @@ static void on_started(Agent *a, int error, const char *message, ApplyResult *re
     }
     (void) agent_flush_probe_start(a);
     (void) agent_vdo_start(a);
+    (void) agent_gc_start(a);
 
     a->ready = true;
     api_set_state(a->api, API_STATE_READY);
@@ -324,6 +327,7 @@ static int on_stop_signal(sd_event_source *s, const struct signalfd_siginfo *si,
     api_set_state(a->api, API_STATE_STOPPING);
     agent_flush_probe_stop(a);
     agent_vdo_stop(a);
+    agent_gc_stop(a);
     if (!a->supervisor || supervisor_count(a->supervisor) == 0) {
         exit_when_idle(a);
         return 0;
@@ -399,6 +403,9 @@ int agent_run(Agent *a) {
     r = agent_volumes_watch(a);
     if (r < 0)
         log_warning_errno(r, "Cannot watch mountinfo, the observation refreshes on a timer only: %m");
+    r = agent_capacity_start(a);
+    if (r < 0)
+        log_warning_errno(r, "Cannot set up the capacity watch, growth follows the 10 s observation only: %m");
 
     log_info("layoutd %s: layout %s (root %s, generation %" PRIu64 ")", LAYOUTD_VERSION, a->engine->layout_path,
              agent_layout(a)->root, a->generation);

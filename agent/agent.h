@@ -17,6 +17,10 @@
  *   agent-workspaces.c  placement, carving on demand, supervision; the
  *                       create / remove / restart operations
  *   agent-api.c         the API's handlers: JSON views, metrics
+ *   agent-capacity.c    full volumes: growth jobs, the fast capacity watch,
+ *                       each volume's health and its findings
+ *   agent-gc.c          the content pool's sweep (a child), on a timer, when
+ *                       the pool runs low, and on POST /v1/gc
  *   agent-vdo.c         vdo-xfs: periodic fstrim, mode changes logged
  *
  * The record (src/state) is owned here (engine->record) and saved after
@@ -26,6 +30,7 @@
 #include <systemd/sd-event.h>
 
 #include "api.h"
+#include "capacity.h"
 #include "engine.h"
 #include "layout.h"
 #include "metrics.h"
@@ -49,6 +54,22 @@ typedef struct FlushProbe {
     MetricsHistogram histogram;  /* seconds */
 } FlushProbe;
 
+/* What the agent knows of a volume beyond its observation (agent-capacity.c). */
+typedef struct VolumeState {
+    char *name;
+    VolumeAssessment assessment; /* the latest health and its findings */
+    bool reported;               /* `reported_health` was logged and sent */
+    VolumeHealth reported_health;
+    GrowthDecision growth;       /* the latest growth decision */
+    const char *refusal_logged;  /* the growth refusal reason last logged */
+    bool growing;                /* a grow job is queued or running */
+    usec_t retry_at;             /* CLOCK_MONOTONIC: no grow before (backoff) */
+    unsigned failures;           /* grows failed in a row */
+    char *growth_error;          /* why the last grow failed, or NULL */
+    uint64_t grows, grow_failures; /* counters since the agent started */
+    uint64_t grown_bytes;
+} VolumeState;
+
 typedef struct VolumeJob VolumeJob;
 typedef struct PendingCarve PendingCarve;
 typedef struct WorkspaceWaiter WorkspaceWaiter;
@@ -65,7 +86,12 @@ typedef struct Agent {
     char **reload_notes;         /* what the last reload refused to change */
 
     ApplyResult *volume_results; /* per volume: the latest outcome */
-    char **volume_health;        /* "name=health" of the last assessment */
+    VolumeState *volume_states;  /* per observed volume (agent-capacity.c) */
+    size_t n_volume_states;
+    GrowthEnv growth_env;        /* what growth may do here (capabilities) */
+    sd_event_source *capacity_timer; /* the fast watch, armed near a threshold */
+    Worker *capacity_watcher;    /* its statfs worker */
+    struct AgentGc *gc;          /* agent-gc.c; NULL without a sweep */
 
     /* Volume jobs (agent-jobs.c): running, then queued, in order. */
     VolumeJob *jobs;
@@ -139,6 +165,14 @@ typedef void (*VolumeJobDone)(Agent *a, int error, const char *message, ApplyRes
  */
 int agent_job_submit(Agent *a, const char *op, json_object *args, const char *volume, ApiOperation *operation,
                      VolumeJobDone done, void *userdata);
+typedef enum AgentJobFlags {
+    /* The job's per-volume result is its caller's alone and is not merged
+     * into volume_results (what the API says of the volume's apply): a
+     * grow that fails leaves the volume in service. */
+    AGENT_JOB_OWN_RESULT = 1U << 0,
+} AgentJobFlags;
+int agent_job_submit_full(Agent *a, const char *op, json_object *args, const char *volume, ApiOperation *operation,
+                          unsigned flags, VolumeJobDone done, void *userdata);
 /* Jobs running or queued. */
 size_t agent_jobs_count(Agent *a);
 /* Kills every job (the agent is going away). */
@@ -153,13 +187,43 @@ void agent_volumes_unwatch(Agent *a);
 const VolumeObservation *agent_volume(Agent *a, const char *name);
 size_t agent_volumes_up(Agent *a);
 size_t agent_volumes_total(Agent *a);
-/* The health of a volume ("ok", "degraded", "failed") and, when not ok,
- * why (static or from the results). */
+/* The health of a volume ("ok", "warning", "degraded", "failed") and, when
+ * not ok, its worst finding (owned by the volume's state). */
 const char *agent_volume_health(Agent *a, const VolumeObservation *v, const char **ret_problem);
-/* The observation changed: health transitions are logged and sent as events. */
+/* The observation changed: growth is decided, health assessed, and health
+ * transitions are logged and sent as events. */
 void agent_volumes_changed(Agent *a);
 /* The volume's API object, with what only the agent knows. */
 json_object *agent_volume_json(Agent *a, const VolumeObservation *v);
+
+/* agent-capacity.c */
+int agent_capacity_start(Agent *a);
+void agent_capacity_stop(Agent *a);
+/* The state of a volume, or NULL when it was never observed. */
+VolumeState *agent_volume_state(Agent *a, const char *name);
+/* Decides growth for every observed volume (starting grow jobs), assesses
+ * every volume's health, forgets volumes no longer observed, and arms the
+ * fast watch when a volume nears a threshold. Health transitions are
+ * returned through agent_volumes_changed's logging. */
+void agent_capacity_observed(Agent *a);
+/* Bytes placement may count on a volume beyond its free space: what growth
+ * can still add (0 when it cannot grow). */
+uint64_t agent_capacity_growable(Agent *a, const VolumeObservation *v);
+/* New volumes of pool p the host can still hold, and why not more. */
+unsigned agent_capacity_carvable(Agent *a, const Pool *p, unsigned existing, unsigned refused,
+                                 const char **ret_limit);
+void agent_capacity_metrics(Agent *a, MetricsWriter *w);
+
+/* agent-gc.c */
+int agent_gc_start(Agent *a);
+void agent_gc_stop(Agent *a);
+/* POST /v1/gc: a sweep now (dry_run: report only). Returns 1 (op goes on)
+ * or <0 with err set. */
+int agent_gc_run(Agent *a, bool dry_run, ApiOperation *op, ApiError *err);
+/* The observation changed: a pool short of free space sweeps early. */
+void agent_gc_observed(Agent *a);
+json_object *agent_gc_json(Agent *a);
+void agent_gc_metrics(Agent *a, MetricsWriter *w);
 
 /* agent-probe.c */
 int agent_flush_probe_start(Agent *a);

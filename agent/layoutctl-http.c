@@ -412,6 +412,11 @@ uint64_t juint(json_object *o, const char *path) {
     return v ? json_object_get_uint64(v) : 0;
 }
 
+bool jbool(json_object *o, const char *path) {
+    json_object *v = jget(o, path);
+    return v && json_object_get_boolean(v);
+}
+
 /* ---- the client verbs' command line ------------------------------------ */
 
 enum {

@@ -83,6 +83,7 @@ json_object *jget(json_object *o, const char *path);
 const char *jstr(json_object *o, const char *path);
 int64_t jint(json_object *o, const char *path);
 uint64_t juint(json_object *o, const char *path);
+bool jbool(json_object *o, const char *path);
 
 /* ---- the client verbs' command line ------------------------------------ */
 

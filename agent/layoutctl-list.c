@@ -40,9 +40,11 @@ int layoutctl_status(int argc, char **argv, const LayoutctlGlobals *g) {
     const char *hash = jstr(j, "layout.hash");
     printf("Layout:      %s (%.12s, generation %" PRId64 ")\n", jstr(j, "layout.path") ?: "-", hash ?: "-",
            jint(j, "generation"));
-    int64_t degraded = jint(j, "volumes.degraded"), failed = jint(j, "workspaces.failed");
-    printf("Volumes:     %" PRId64 " total, %" PRId64 " ok, %s%" PRId64 " degraded%s\n", jint(j, "volumes.total"),
-           jint(j, "volumes.ok"), degraded ? C_RED : "", degraded, degraded ? C_RESET : "");
+    int64_t warning = jint(j, "volumes.warning"), degraded = jint(j, "volumes.degraded") + jint(j, "volumes.failed"),
+            failed = jint(j, "workspaces.failed");
+    printf("Volumes:     %" PRId64 " total, %" PRId64 " ok, %s%" PRId64 " warning%s, %s%" PRId64 " degraded or failed%s\n",
+           jint(j, "volumes.total"), jint(j, "volumes.ok"), warning ? C_YELLOW : "", warning, warning ? C_RESET : "",
+           degraded ? C_RED : "", degraded, degraded ? C_RESET : "");
     printf("Workspaces:  %" PRId64 " total, %" PRId64 " running, %s%" PRId64 " failed%s\n", jint(j, "workspaces.total"),
            jint(j, "workspaces.running"), failed ? C_RED : "", failed, failed ? C_RESET : "");
     json_object *p = jget(j, "problems");
@@ -51,9 +53,19 @@ int layoutctl_status(int argc, char **argv, const LayoutctlGlobals *g) {
         printf("Problems:    none\n");
     for (size_t i = 0; i < np; i++) {
         json_object *x = json_object_array_get_idx(p, i);
-        const char *what = jstr(x, "volume") ?: jstr(x, "workspace");
-        printf("%s %s%s%s%s%s\n", i == 0 ? "Problems:   " : "            ", C_RED, what ?: "", what ? ": " : "",
-               jstr(x, "message") ?: "?", C_RESET);
+        const char *level = jstr(x, "level");
+        printf("%s %s%s%s%s\n", i == 0 ? "Problems:   " : "            ", client_health_color(level) ?: C_RED,
+               level ? level : "", level ? ": " : "", jstr(x, "message") ?: "?");
+        fputs(C_RESET, stdout);
+    }
+    json_object *gc = jget(j, "gc");
+    if (gc && !json_object_is_type(gc, json_type_null)) {
+        char b[32];
+        uint64_t bytes = juint(gc, "reclaimed_bytes");
+        printf("Content GC:  %s, %" PRId64 " runs (%" PRId64 " failed), %s reclaimed since start%s%s\n",
+               jbool(gc, "running") ? "running" : "idle", jint(gc, "runs"), jint(gc, "failures"),
+               format_bytes(b, sizeof b, bytes), jstr(gc, "last_error") ? "; last error: " : "",
+               jstr(gc, "last_error") ?: "");
     }
     reply_done(&r);
     return LAYOUTCTL_EXIT_OK;
@@ -69,6 +81,9 @@ static const Column volume_columns[] = {
     { "SIZE", "size_bytes", COLUMN_SIZE, .help = "filesystem size" },
     { "USED", "used_bytes", COLUMN_SIZE, .help = "bytes used" },
     { "FREE", "free_bytes", COLUMN_SIZE, .help = "bytes free" },
+    { "USE%", "usage.bytes_percent", COLUMN_COUNT, .help = "bytes used, percent (as df counts)" },
+    { "IUSE%", "usage.inodes_percent", COLUMN_COUNT, .hidden = true, .help = "inodes used, percent" },
+    { "GROWTH", "growth.state", COLUMN_TEXT, .hidden = true, .help = "idle, growing, refused, failed" },
     { "SCOPE", "flush_scope", COLUMN_COUNT, .help = "workspaces on it (its flush scope)" },
     { "HEALTH", "health", COLUMN_HEALTH, .help = "ok, warning, degraded, failed" },
     { "STATE", "state", COLUMN_TEXT, .hidden = true, .help = "up, down, failed, refused" },

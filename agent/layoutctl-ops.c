@@ -229,3 +229,41 @@ int layoutctl_reload(int argc, char **argv, const LayoutctlGlobals *g) {
     reply_done(&r);
     return ec;
 }
+
+int layoutctl_gc(int argc, char **argv, const LayoutctlGlobals *g) {
+    static const char usage[] =
+        "Usage: layoutctl gc [--dry-run] [--no-wait] [--json] [--socket PATH]\n"
+        "\n"
+        "Sweeps the content pool now: the objects no workspace references, older than\n"
+        "the pool's gc.grace, are deleted (the layout's gc.command does it; the agent\n"
+        "also runs it every gc.interval and when the pool runs low). Prints what was\n"
+        "reclaimed. Refused while a volume that may hold references is out of service.\n"
+        "\n"
+        "  --dry-run  report what would be reclaimed, delete nothing\n" CLIENT_WAIT_HELP CLIENT_COMMON_HELP;
+    bool dry = false;
+    static const ClientExtraOption extra[] = { { { "dry-run", no_argument, NULL, 0 }, set_flag } };
+    ClientOptions o;
+    int ec = client_parse(argc, argv, g, CLIENT_OPT_WAIT, extra, ELEMENTSOF(extra), &dry, 0, usage, &o);
+    if (ec != 0)
+        return ec < 0 ? LAYOUTCTL_EXIT_OK : ec;
+    Reply r = {};
+    ec = client_call_operation("gc", &o.args, "POST", dry ? "/v1/gc?dry_run=true" : "/v1/gc", NULL, o.no_wait,
+                               o.args.json, &r);
+    if (ec != 0)
+        return ec;
+    if (r.status == 202 && o.no_wait)
+        ec = print_accepted("gc", &o, &r);
+    else if (r.status != 200)
+        ec = client_report_error("gc", &o.args, &r);
+    else if (o.args.json)
+        client_print_raw(&r);
+    else {
+        char b[32];
+        printf("%s %" PRIu64 " objects, %s in %.1fs%s\n", dry ? "Would reclaim" : "Reclaimed",
+               juint(r.json, "report.reclaimed_objects"), format_bytes(b, sizeof b, juint(r.json, "report.reclaimed_bytes")),
+               jget(r.json, "duration_seconds") ? json_object_get_double(jget(r.json, "duration_seconds")) : 0.0,
+               dry ? " (dry run: nothing deleted)" : "");
+    }
+    reply_done(&r);
+    return ec;
+}

@@ -28,6 +28,7 @@ static const LayoutctlVerb verbs[] = {
     { "rm", "remove a workspace (ID [--destroy-data])", layoutctl_rm },
     { "restart", "restart a workspace's FUSE daemon (ID)", layoutctl_restart },
     { "reload", "make the running agent re-read its layout", layoutctl_reload },
+    { "gc", "sweep the content pool now ([--dry-run]): reclaim unreferenced objects", layoutctl_gc },
     { "events", "follow the running agent's events ([--since N])", layoutctl_events },
 };
 

@@ -7,6 +7,7 @@
  * logs; the engine library returns errors and the agent words them.
  */
 
+#include <errno.h>
 #include <syslog.h>
 
 #include "macro.h"
@@ -33,3 +34,4 @@ void log_internal(int level, int error, const char *fmt, ...) _printf_(3, 4);
 #define log_notice(...) log_internal(LOG_NOTICE, 0, __VA_ARGS__)
 #define log_info(...) log_internal(LOG_INFO, 0, __VA_ARGS__)
 #define log_debug(...) log_internal(LOG_DEBUG, 0, __VA_ARGS__)
+#define log_oom() log_full_errno(LOG_ERR, ENOMEM, "Out of memory")

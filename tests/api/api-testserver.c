@@ -146,7 +146,10 @@ static int fake_status(void *ud, ApiCall *call) {
     json_object_object_add(o, "layout", l);
     json_object_object_add(v, "total", json_object_new_int((int) ELEMENTSOF(e->volumes)));
     json_object_object_add(v, "ok", json_object_new_int((int) ELEMENTSOF(e->volumes)));
+    json_object_object_add(v, "up", json_object_new_int((int) ELEMENTSOF(e->volumes)));
+    json_object_object_add(v, "warning", json_object_new_int(0));
     json_object_object_add(v, "degraded", json_object_new_int(0));
+    json_object_object_add(v, "failed", json_object_new_int(0));
     json_object_object_add(o, "volumes", v);
     json_object_object_add(w, "total", json_object_new_int((int) e->n_workspaces));
     json_object_object_add(w, "running", json_object_new_int((int) e->n_workspaces));

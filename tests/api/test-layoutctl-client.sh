@@ -17,7 +17,7 @@ out=$(ctl status)
 grep -q '^layoutd .* state ready' <<<"$out" || fail "status: $out"
 grep -q '^Workspaces:  3 total, 3 running, 0 failed' <<<"$out" || fail "status: $out"
 out=$(ctl volumes)
-head -n1 <<<"$out" | grep -q '^NAME  *ROLE  *BACKEND  *FS  *DEVICE  *DIRECT-IO  *SIZE  *USED  *FREE  *SCOPE  *HEALTH$' || fail "volumes header: $out"
+head -n1 <<<"$out" | grep -q '^NAME  *ROLE  *BACKEND  *FS  *DEVICE  *DIRECT-IO  *SIZE  *USED  *FREE  *USE%  *SCOPE  *HEALTH$' || fail "volumes header: $out"
 grep -Eq '^state-0 +state +loop-ext4 +ext4 +/dev/loop10 +yes +8\.0G ' <<<"$out" || fail "volumes row: $out"
 [ "$(wc -l <<<"$out")" -eq 4 ] || fail "volumes: 3 rows expected: $out"
 grep -q $'\033' <<<"$out" && fail "colour codes written to a pipe"

@@ -1,0 +1,434 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+/*
+ * Full volumes, handled before they fill: every observation is judged by
+ * the capacity policy (src/capacity), a volume past its pool's
+ * growth.threshold gets a grow job (a worker: truncate, loop capacity,
+ * resize2fs / xfs_growfs online), and one that cannot grow says why. The
+ * 10 s observation is too slow for a package install that makes thousands
+ * of files a second, so while a volume is near a threshold a cheap statfs
+ * worker watches it every second.
+ */
+#include <inttypes.h>
+#include <linux/capability.h>
+#include <stdio.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#include "agent.h"
+#include "log.h"
+#include "util.h"
+
+/* The fast watch: armed while a volume is within this many points of a
+ * threshold, at this interval. */
+#define NEAR_POINTS 15
+#define WATCH_INTERVAL (1 * USEC_PER_SEC)
+/* A failed grow is retried after 30 s, doubling up to 15 min. */
+#define RETRY_FIRST (30 * USEC_PER_SEC)
+#define RETRY_MAX (15 * 60 * USEC_PER_SEC)
+
+/* ---- per-volume state ---------------------------------------------------- */
+
+VolumeState *agent_volume_state(Agent *a, const char *name) {
+    for (size_t i = 0; i < a->n_volume_states; i++)
+        if (streq(a->volume_states[i].name, name))
+            return &a->volume_states[i];
+    return NULL;
+}
+
+static VolumeState *state_get(Agent *a, const char *name) {
+    VolumeState *s = agent_volume_state(a, name);
+    if (s)
+        return s;
+    VolumeState *t = realloc(a->volume_states, sizeof(*t) * (a->n_volume_states + 1));
+    if (!t)
+        return NULL;
+    a->volume_states = t;
+    s = &t[a->n_volume_states];
+    *s = (VolumeState) { .name = strdup(name) };
+    if (!s->name)
+        return NULL;
+    a->n_volume_states++;
+    return s;
+}
+
+static void state_done(VolumeState *s) {
+    free(s->name);
+    volume_assessment_done(&s->assessment);
+    growth_decision_done(&s->growth);
+    free(s->growth_error);
+}
+
+/* Volumes no longer observed (torn down, or dropped from the layout) are
+ * forgotten, unless a grow of theirs is still running. */
+static void states_prune(Agent *a) {
+    size_t o = 0;
+    for (size_t i = 0; i < a->n_volume_states; i++) {
+        VolumeState *s = &a->volume_states[i];
+        if (!s->growing && !agent_volume(a, s->name)) {
+            state_done(s);
+            continue;
+        }
+        a->volume_states[o++] = *s;
+    }
+    a->n_volume_states = o;
+}
+
+/* ---- growth -------------------------------------------------------------- */
+
+typedef struct GrowJob {
+    Agent *agent;
+    char *volume;
+    uint64_t from, to;
+} GrowJob;
+
+static void on_grown(Agent *a, int error, const char *message, ApplyResult *res, json_object *extra,
+                     void *userdata) {
+    GrowJob *g = userdata;
+    VolumeState *s = agent_volume_state(a, g->volume);
+    const ApplyVolumeResult *v = apply_result_find(res, g->volume);
+    if (error >= 0 && v && (v->outcome == APPLY_OUTCOME_FAILED || v->outcome == APPLY_OUTCOME_REFUSED)) {
+        error = v->error < 0 ? v->error : -EIO;
+        message = v->message;
+    }
+    char a1[16], a2[16];
+    if (s) {
+        s->growing = false;
+        free(s->growth_error);
+        s->growth_error = NULL;
+        if (error < 0) {
+            s->failures++;
+            s->grow_failures++;
+            usec_t delay = RETRY_FIRST << MIN(s->failures - 1, 5u);
+            s->retry_at = now_usec(CLOCK_MONOTONIC) + MIN(delay, RETRY_MAX);
+            s->growth_error = strdup(message ?: strerror(-error));
+        } else {
+            s->failures = 0;
+            s->retry_at = 0;
+            s->grows++;
+            s->grown_bytes += g->to - g->from;
+        }
+    }
+    json_object *f = json_object_new_object();
+    json_object_object_add(f, "volume", json_object_new_string(g->volume));
+    json_object_object_add(f, "from_bytes", json_object_new_uint64(g->from));
+    json_object_object_add(f, "to_bytes", json_object_new_uint64(g->to));
+    if (error < 0) {
+        log_warning("volume %s: growing from %s to %s failed (retrying in %s): %s", g->volume,
+                    format_bytes(a1, sizeof a1, g->from), format_bytes(a2, sizeof a2, g->to),
+                    s && s->failures > 0 ? (s->failures == 1 ? "30s" : "a while") : "?",
+                    message ?: strerror(-error));
+        json_object_object_add(f, "error", json_object_new_string(message ?: strerror(-error)));
+        agent_event(a, "volume.growth_failed", f);
+    } else {
+        log_notice("volume %s: grew from %s to %s online", g->volume, format_bytes(a1, sizeof a1, g->from),
+                   format_bytes(a2, sizeof a2, g->to));
+        agent_event(a, "volume.grown", f);
+    }
+    free(g->volume);
+    free(g);
+    /* The job brought its observation of the volume; agent_volumes_changed
+     * runs after this callback and judges it again. */
+}
+
+static int grow_start(Agent *a, VolumeState *s, const GrowthDecision *d) {
+    GrowJob *g = calloc(1, sizeof(*g));
+    if (!g || !(g->volume = strdup(s->name))) {
+        free(g);
+        return -ENOMEM;
+    }
+    g->agent = a;
+    g->from = d->from;
+    g->to = d->to;
+    json_object *args = json_object_new_object();
+    json_object_object_add(args, "volume", json_object_new_string(s->name));
+    json_object_object_add(args, "size", json_object_new_uint64(d->to));
+    char a1[16], a2[16];
+    log_info("volume %s: %s: growing from %s to %s", s->name, d->message, format_bytes(a1, sizeof a1, d->from),
+             format_bytes(a2, sizeof a2, d->to));
+    s->growing = true;
+    int r = agent_job_submit_full(a, WORKER_OP_GROW, args, s->name, NULL, AGENT_JOB_OWN_RESULT, on_grown, g);
+    if (r < 0) {
+        s->growing = false;
+        free(g->volume);
+        free(g);
+    }
+    return r;
+}
+
+static void decide(Agent *a, VolumeState *s, const VolumeObservation *v) {
+    const Pool *p = v->declared ? layout_pool(agent_layout(a), v->role) : NULL;
+    GrowthDecision d;
+    if (capacity_growth_decide(p, v, a->engine->observation, &a->growth_env, &d) < 0) {
+        log_oom();
+        return;
+    }
+    /* A refusal is logged when it starts or changes, not on every look. */
+    if (d.action == GROWTH_REFUSE && !streq_ptr(s->refusal_logged, d.reason)) {
+        log_warning("volume %s: growth refused (%s): %s", s->name, d.reason, d.message);
+        json_object *f = json_object_new_object();
+        json_object_object_add(f, "volume", json_object_new_string(s->name));
+        json_object_object_add(f, "reason", json_object_new_string(d.reason));
+        json_object_object_add(f, "message", json_object_new_string(d.message));
+        agent_event(a, "volume.growth_refused", f);
+        s->refusal_logged = d.reason;
+    } else if (d.action != GROWTH_REFUSE && s->refusal_logged) {
+        log_notice("volume %s: growth is no longer refused", s->name);
+        s->refusal_logged = NULL;
+    }
+    if (d.action == GROWTH_GROW && !s->growing && !a->stopping && now_usec(CLOCK_MONOTONIC) >= s->retry_at)
+        (void) grow_start(a, s, &d);
+    growth_decision_done(&s->growth);
+    s->growth = d;
+}
+
+static void assess(Agent *a, VolumeState *s, const VolumeObservation *v) {
+    const Pool *p = v->declared ? layout_pool(agent_layout(a), v->role) : NULL;
+    const ApplyVolumeResult *res = apply_result_find(a->volume_results, v->name);
+    const FlushProbe *probe = agent_flush_probe_find(a, v->name);
+    HealthInputs in = {
+        .out_of_service = res && res->message ? res->message : NULL,
+        .probe_error = probe ? probe->last_error : 0,
+        .growing = s->growing,
+        .growth = &s->growth,
+        .growth_error = s->growth_error,
+    };
+    VolumeAssessment n;
+    if (capacity_assess(p, v, &in, &n) < 0) {
+        log_oom();
+        return;
+    }
+    volume_assessment_done(&s->assessment);
+    s->assessment = n;
+}
+
+/* ---- the fast watch ------------------------------------------------------- */
+
+static bool is_near(Agent *a, const VolumeObservation *v, const VolumeState *s) {
+    const Pool *p = v->declared ? layout_pool(agent_layout(a), v->role) : NULL;
+    CapacityUsage u;
+    capacity_usage(v, &u);
+    if (!p || !u.known)
+        return false;
+    if (s && s->growing)
+        return true;
+    unsigned at = p->capacity.warn;
+    if (p->growth.enabled)
+        at = MIN(at, p->growth.threshold);
+    return u.percent + NEAR_POINTS >= at;
+}
+
+static void on_statfs(Worker *w, int error, const char *message, ApplyResult *res, Observation *obs,
+                      json_object *extra, void *userdata) {
+    Agent *a = userdata;
+    json_object *list = NULL;
+    Observation *o = a->engine->observation;
+    if (error < 0)
+        log_debug("capacity watch: statfs worker failed: %s", message ?: strerror(-error));
+    else if (extra)
+        (void) json_object_object_get_ex(extra, "statfs", &list);
+    if (o && list && json_object_is_type(list, json_type_array)) {
+        /* Matched by mount path: the observation may have been replaced
+         * while the worker ran. */
+        for (size_t i = 0; i < json_object_array_length(list); i++) {
+            json_object *e = json_object_array_get_idx(list, i), *x;
+            const char *path = json_object_object_get_ex(e, "path", &x) ? json_object_get_string(x) : NULL;
+            for (size_t k = 0; path && k < o->n; k++) {
+                VolumeObservation *v = &o->volumes[k];
+                if (!streq_ptr(v->mount_path, path) || !volume_observation_is_up(v))
+                    continue;
+                int err = json_object_object_get_ex(e, "error", &x) ? json_object_get_int(x) : EIO;
+                v->statvfs_error = err;
+                if (err)
+                    break;
+                v->has_statvfs = true;
+#define GET(field) v->field = json_object_object_get_ex(e, #field, &x) ? json_object_get_uint64(x) : v->field
+                GET(fs_size);
+                GET(fs_used);
+                GET(fs_avail);
+                GET(fs_inodes);
+                GET(fs_inodes_free);
+#undef GET
+                v->fs_read_only = json_object_object_get_ex(e, "fs_read_only", &x) && json_object_get_boolean(x);
+                break;
+            }
+        }
+    }
+    apply_result_free(res);
+    observation_free(obs);
+    json_object_put(extra);
+    a->capacity_watcher = worker_free(a->capacity_watcher);
+    agent_volumes_changed(a);
+}
+
+static int watch_run(Agent *a) {
+    const Observation *o = a->engine->observation;
+    if (a->capacity_watcher || !o)
+        return 0;
+    json_object *args = json_object_new_object(), *paths = json_object_new_array();
+    json_object_object_add(args, "paths", paths);
+    for (size_t i = 0; i < o->n; i++)
+        if (volume_observation_is_up(&o->volumes[i]) && o->volumes[i].mount_path)
+            json_object_array_add(paths, json_object_new_string(o->volumes[i].mount_path));
+    WorkerRequest req = { .op = WORKER_OP_STATFS, .layout = agent_layout(a), .record = agent_record(a), .args = args };
+    WorkerCallbacks cb = { .on_done = on_statfs };
+    int r = worker_start(a->event, AGENT_SELF_EXE, &req, &cb, a, &a->capacity_watcher);
+    json_object_put(args);
+    return r;
+}
+
+static int on_watch_timer(sd_event_source *s, uint64_t usec, void *userdata) {
+    Agent *a = userdata;
+    int r = watch_run(a);
+    if (r < 0)
+        log_warning_errno(r, "capacity watch: cannot start the statfs worker: %m");
+    return 0;
+}
+
+static void watch_schedule(Agent *a, bool near) {
+    if (!a->capacity_timer)
+        return;
+    int enabled = SD_EVENT_OFF;
+    (void) sd_event_source_get_enabled(a->capacity_timer, &enabled);
+    if (!near) {
+        if (enabled != SD_EVENT_OFF)
+            log_debug("capacity watch: no volume near a threshold, back to the 10 s observation");
+        (void) sd_event_source_set_enabled(a->capacity_timer, SD_EVENT_OFF);
+        return;
+    }
+    if (enabled != SD_EVENT_OFF || a->capacity_watcher)
+        return;
+    (void) sd_event_source_set_time_relative(a->capacity_timer, WATCH_INTERVAL);
+    (void) sd_event_source_set_enabled(a->capacity_timer, SD_EVENT_ONESHOT);
+}
+
+/* ---- the pass over every volume ----------------------------------------- */
+
+void agent_capacity_observed(Agent *a) {
+    const Observation *o = a->engine->observation;
+    bool near = false;
+    for (size_t i = 0; o && i < o->n; i++) {
+        const VolumeObservation *v = &o->volumes[i];
+        VolumeState *s = state_get(a, v->name);
+        if (!s) {
+            log_oom();
+            continue;
+        }
+        decide(a, s, v);
+        assess(a, s, v);
+        near = near || is_near(a, v, s);
+    }
+    states_prune(a);
+    watch_schedule(a, near && !a->stopping);
+}
+
+/* CAP_SYS_RESOURCE in the effective set: ext4 refuses an online resize
+ * without it (EXT4_IOC_RESIZE_FS), and so resize2fs fails with EPERM. */
+static bool have_cap_sys_resource(void) {
+    struct __user_cap_header_struct h = { .version = _LINUX_CAPABILITY_VERSION_3, .pid = 0 };
+    struct __user_cap_data_struct d[_LINUX_CAPABILITY_U32S_3] = {};
+    if (syscall(SYS_capget, &h, d) < 0)
+        return true; /* cannot tell: let resize2fs say */
+    return d[CAP_TO_INDEX(CAP_SYS_RESOURCE)].effective & CAP_TO_MASK(CAP_SYS_RESOURCE);
+}
+
+int agent_capacity_start(Agent *a) {
+    a->growth_env.can_resize_ext4 = have_cap_sys_resource();
+    if (!a->growth_env.can_resize_ext4)
+        log_info("No CAP_SYS_RESOURCE: ext4 volumes cannot grow online here (growth of loop-ext4 pools is "
+                 "refused; loop-xfs grows)");
+    int r = sd_event_add_time_relative(a->event, &a->capacity_timer, CLOCK_MONOTONIC, WATCH_INTERVAL,
+                                       100 * USEC_PER_MSEC, on_watch_timer, a);
+    if (r < 0)
+        return r;
+    return sd_event_source_set_enabled(a->capacity_timer, SD_EVENT_OFF);
+}
+
+void agent_capacity_stop(Agent *a) {
+    a->capacity_timer = sd_event_source_disable_unref(a->capacity_timer);
+    a->capacity_watcher = worker_free(a->capacity_watcher);
+    for (size_t i = 0; i < a->n_volume_states; i++)
+        state_done(&a->volume_states[i]);
+    a->volume_states = mfree(a->volume_states);
+    a->n_volume_states = 0;
+}
+
+/* ---- what placement and /v1/capacity count on ----------------------------- */
+
+uint64_t agent_capacity_growable(Agent *a, const VolumeObservation *v) {
+    const Pool *p = v->declared ? layout_pool(agent_layout(a), v->role) : NULL;
+    const VolumeState *s = agent_volume_state(a, v->name);
+    if (!p || !p->growth.enabled || !v->file_is_regular || v->file_size >= p->growth.max_size)
+        return 0;
+    if (s && (s->growth.action == GROWTH_REFUSE || s->growth_error))
+        return 0;
+    if (streq_ptr(backend_traits(p->backend)->fs_type, "ext4") && !a->growth_env.can_resize_ext4)
+        return 0;
+    const Observation *o = a->engine->observation;
+    uint64_t headroom = capacity_host_headroom(o), reserve = capacity_host_reserve(&p->growth, o);
+    uint64_t room = headroom > reserve ? headroom - reserve : 0;
+    return MIN(p->growth.max_size - v->file_size, room);
+}
+
+unsigned agent_capacity_carvable(Agent *a, const Pool *p, unsigned existing, unsigned refused,
+                                 const char **ret_limit) {
+    const char *limit = "max_volumes";
+    unsigned taken = existing + refused;
+    unsigned n = p->max_volumes > taken ? p->max_volumes - taken : 0;
+    if (refused > 0 && p->max_volumes > existing && n < p->max_volumes - existing)
+        limit = "refused";
+    const Observation *o = a->engine->observation;
+    const BackendTraits *t = backend_traits(p->backend);
+    if (t && t->has_device && p->volume_size > 0 && o && o->has_backing_free) {
+        uint64_t fit = capacity_host_carvable(p, o) / p->volume_size;
+        if (fit < n) {
+            n = (unsigned) fit;
+            limit = "host-space";
+        }
+    }
+    if (ret_limit)
+        *ret_limit = limit;
+    return n;
+}
+
+void agent_capacity_metrics(Agent *a, MetricsWriter *w) {
+    const Observation *o = a->engine->observation;
+    (void) metrics_writer_family(w, "layoutd_volume_used_ratio", METRIC_GAUGE,
+                                 "Used share of the volume's bytes (as df counts) or inodes");
+    for (size_t i = 0; o && i < o->n; i++) {
+        CapacityUsage u;
+        capacity_usage(&o->volumes[i], &u);
+        if (!u.known)
+            continue;
+        const VolumeObservation *v = &o->volumes[i];
+        uint64_t usable = v->fs_used + v->fs_avail;
+        (void) metrics_writer_sample(w, (const char *const[]) { "volume", v->name, "resource", "bytes", NULL },
+                                     usable ? (double) v->fs_used / (double) usable : 0);
+        if (v->fs_inodes)
+            (void) metrics_writer_sample(w, (const char *const[]) { "volume", v->name, "resource", "inodes", NULL },
+                                         (double) (v->fs_inodes - v->fs_inodes_free) / (double) v->fs_inodes);
+    }
+    (void) metrics_writer_family(w, "layoutd_volume_grows_total", METRIC_COUNTER,
+                                 "Online grows of the volume since the agent started");
+    for (size_t i = 0; i < a->n_volume_states; i++)
+        (void) metrics_writer_sample(w, (const char *const[]) { "volume", a->volume_states[i].name, NULL },
+                                     (double) a->volume_states[i].grows);
+    (void) metrics_writer_family(w, "layoutd_volume_grow_failures_total", METRIC_COUNTER,
+                                 "Grows of the volume that failed since the agent started");
+    for (size_t i = 0; i < a->n_volume_states; i++)
+        (void) metrics_writer_sample(w, (const char *const[]) { "volume", a->volume_states[i].name, NULL },
+                                     (double) a->volume_states[i].grow_failures);
+    (void) metrics_writer_family(w, "layoutd_volume_growth_refused", METRIC_GAUGE,
+                                 "1 while the volume is past growth.threshold and cannot grow (reason)");
+    for (size_t i = 0; i < a->n_volume_states; i++) {
+        const VolumeState *s = &a->volume_states[i];
+        if (s->growth.action == GROWTH_REFUSE)
+            (void) metrics_writer_sample(w, (const char *const[]) { "volume", s->name, "reason", s->growth.reason,
+                                                                    NULL },
+                                         1);
+    }
+    (void) metrics_writer_family(w, "layoutd_host_headroom_bytes", METRIC_GAUGE,
+                                 "Free bytes of the host filesystem under the backing files, beyond what the "
+                                 "sparse backing files may still claim");
+    if (o && o->has_backing_free)
+        (void) metrics_writer_sample(w, NULL, (double) capacity_host_headroom(o));
+}
