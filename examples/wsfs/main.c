@@ -262,18 +262,21 @@ static int parse_args(int argc, char **argv, Args *a) {
     return 0;
 }
 
-/* The state dir must take user xattrs: CAS stubs live on them. */
+/* The state dir must take user xattrs: CAS stubs live on them. Probed by
+ * reading one (ENODATA: supported), so that a full or read-only state
+ * volume can still be served (and emptied). */
 static int check_state_dir(const char *path, int *ret_path_fd, int *ret_sync_fd) {
+    char v;
     _cleanup_close_ int pfd = open(path, O_PATH | O_DIRECTORY | O_CLOEXEC);
     _cleanup_close_ int dfd = open(path, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
     if (pfd < 0 || dfd < 0)
         return BAD("--state %s: %m", path);
-    if (faccessat(dfd, ".", W_OK | X_OK, AT_EACCESS) < 0)
-        return BAD("--state %s: not writable: %m", path);
-    _cleanup_close_ int t = openat(dfd, ".", O_TMPFILE | O_RDWR | O_CLOEXEC, 0600);
-    if (t < 0)
-        return BAD("--state %s: cannot create a file (O_TMPFILE): %m", path);
-    if (fsetxattr(t, "user.wsfs.probe", "1", 1, 0) < 0)
+    if (faccessat(dfd, ".", W_OK | X_OK, AT_EACCESS) < 0) {
+        if (errno != EROFS)
+            return BAD("--state %s: not writable: %m", path);
+        fprintf(stderr, "layoutd-wsfs: --state %s is on a read-only filesystem: serving it anyway\n", path);
+    }
+    if (fgetxattr(dfd, "user.wsfs.probe", &v, sizeof(v)) < 0 && errno != ENODATA && errno != ERANGE)
         return BAD("--state %s: the filesystem does not take user xattrs (%m); CAS stubs need them", path);
     *ret_path_fd = TAKE_FD(pfd);
     *ret_sync_fd = TAKE_FD(dfd);

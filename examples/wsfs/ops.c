@@ -22,6 +22,7 @@
 #include <dirent.h>
 #include <fcntl.h>
 #include <stdio.h>
+#include <sys/fsuid.h>
 #include <sys/stat.h>
 #include <sys/statvfs.h>
 #include <sys/xattr.h>
@@ -115,15 +116,48 @@ static int do_lookup(Fs *fs, Inode *parent, const char *name, struct fuse_entry_
     return 0;
 }
 
-/* Runs as root for many users: new entries belong to the caller (and keep
- * the group of a setgid parent), as on a local filesystem. */
-static void set_owner(Fs *fs, fuse_req_t req, int parent_fd, const char *name) {
+/* Runs as root for many users: a new entry is made with the caller's
+ * filesystem ids (setfsuid/setfsgid act on this thread only), so it
+ * belongs to the caller, lands in the caller's quota (EDQUOT at create,
+ * as natively; XFS lets root's chown exceed quota) and keeps a setgid
+ * parent's group. The kernel checked permissions already (with the
+ * caller's supplementary groups, which the daemon does not have): when the
+ * backing fs refuses the caller's ids, the entry is made as root and
+ * chowned (set_owner).
+ * Returns: true if the ids were switched (creds_leave() then). */
+static bool creds_enter(Fs *fs, fuse_req_t req) {
+    const struct fuse_ctx *ctx = fuse_req_ctx(req);
+    if (fs->euid != 0 || (ctx->uid == 0 && ctx->gid == 0))
+        return false;
+    (void) setfsgid(ctx->gid);
+    (void) setfsuid(ctx->uid);
+    return true;
+}
+
+static void creds_leave(bool switched) {
+    if (!switched)
+        return;
+    (void) setfsuid(0);
+    (void) setfsgid(0);
+}
+
+/* New entries belong to the caller (and keep the group of a setgid
+ * parent), as on a local filesystem. The chown moves
+ * the new inode into the caller's quota; when that fails (EDQUOT: the
+ * caller is out of inodes) the entry is removed again and the caller gets
+ * the error, as it would natively, rather than a file owned by root.
+ * Returns: 0, or a positive errno (the entry is gone then). */
+static int set_owner(Fs *fs, fuse_req_t req, int parent_fd, const char *name, bool dir) {
     const struct fuse_ctx *ctx = fuse_req_ctx(req);
     struct stat pst;
     if (fs->euid != 0 || (ctx->uid == 0 && ctx->gid == 0))
-        return;
+        return 0;
     gid_t gid = fstatat(parent_fd, "", &pst, AT_EMPTY_PATH) == 0 && (pst.st_mode & S_ISGID) ? (gid_t) -1 : ctx->gid;
-    (void) fchownat(parent_fd, name, ctx->uid, gid, AT_SYMLINK_NOFOLLOW);
+    if (fchownat(parent_fd, name, ctx->uid, gid, AT_SYMLINK_NOFOLLOW) == 0)
+        return 0;
+    int err = errno;
+    (void) unlinkat(parent_fd, name, dir ? AT_REMOVEDIR : 0);
+    return err;
 }
 
 /* With the writeback cache the kernel reads pages of files opened write
@@ -352,13 +386,23 @@ static void make_node(fuse_req_t req, Fs *fs, fuse_ino_t parent, const char *nam
     _cleanup_pin_ Pin p = pin(fs, pi);
     if (p.fd < 0)
         return (void) fuse_reply_err(req, -p.fd);
-    int r = link ? symlinkat(link, p.fd, name)
+    int r, err = 0;
+    for (int as_caller = 1; as_caller >= 0; as_caller--) {
+        bool sw = as_caller && creds_enter(fs, req);
+        r = link ? symlinkat(link, p.fd, name)
             : S_ISDIR(mode) ? mkdirat(p.fd, name, mode)
                             : mknodat(p.fd, name, mode, rdev);
+        err = r < 0 ? errno : 0;
+        creds_leave(sw);
+        if (r == 0 && !sw)
+            err = set_owner(fs, req, p.fd, name, S_ISDIR(mode));
+        if (r == 0 || !sw || (err != EACCES && err != EPERM))
+            break;
+    }
     if (r < 0)
-        return (void) fuse_reply_err(req, errno);
-    set_owner(fs, req, p.fd, name);
-    int err = do_lookup(fs, pi, name, &e);
+        return (void) fuse_reply_err(req, err);
+    if (!err)
+        err = do_lookup(fs, pi, name, &e);
     if (err)
         return (void) fuse_reply_err(req, err);
     record(fs, NULL, false, pi, NULL);
@@ -458,11 +502,23 @@ static void op_create(fuse_req_t req, fuse_ino_t parent, const char *name, mode_
     if (p.fd < 0)
         return (void) fuse_reply_err(req, -p.fd);
     int flags = open_flags(fs, fi->flags) | O_CREAT | (fi->flags & O_EXCL);
-    int fd = FD_RETRY(&fs->fdc, openat(p.fd, name, flags | O_CLOEXEC | O_NOFOLLOW, mode));
+    int fd = -EBADF, err = 0;
+    for (int as_caller = 1; as_caller >= 0; as_caller--) {
+        bool sw = as_caller && creds_enter(fs, req);
+        fd = FD_RETRY(&fs->fdc, openat(p.fd, name, flags | O_CLOEXEC | O_NOFOLLOW, mode));
+        err = fd < 0 ? errno : 0;
+        creds_leave(sw);
+        if (fd >= 0 && !sw)
+            err = set_owner(fs, req, p.fd, name, false);
+        if (fd >= 0 || !sw || (err != EACCES && err != EPERM))
+            break;
+    }
     if (fd < 0)
-        return (void) fuse_reply_err(req, errno);
-    set_owner(fs, req, p.fd, name);
-    int err = do_lookup(fs, pi, name, &e);
+        return (void) fuse_reply_err(req, err);
+    if (err)
+        fd = safe_close(fd);
+    if (!err)
+        err = do_lookup(fs, pi, name, &e);
     if (err) {
         safe_close(fd);
         return (void) fuse_reply_err(req, err);
