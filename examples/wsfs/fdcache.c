@@ -24,8 +24,8 @@
 
 #include "wsfs.h"
 
-void fdcache_init(FdCache *c, size_t cap, size_t floor, Stats *stats) {
-    *c = (FdCache) { .cap = MAX(cap, floor), .floor = floor, .stats = stats };
+void fdcache_init(FdCache *c, size_t cap, size_t floor, Stats *stats, FdSlotReleaseFn release) {
+    *c = (FdCache) { .cap = MAX(cap, floor), .floor = floor, .stats = stats, .release = release };
     c->idle.prev = c->idle.next = &c->idle;
     pthread_mutex_init(&c->lock, NULL);
     pthread_cond_init(&c->changed, NULL);
@@ -73,10 +73,15 @@ static void wake(FdCache *c) {
 }
 
 int fdcache_pin(FdCache *c, MountTable *mt, FdSlot *s, const FileHandle *fh) {
-    if (s->permanent)
+    if (s->immortal)
         return s->fd;
 
     pthread_mutex_lock(&c->lock);
+    if (s->permanent) { /* counted, so that a FORGET meanwhile waits for us */
+        s->pins++;
+        pthread_mutex_unlock(&c->lock);
+        return s->fd;
+    }
     for (;;) {
         if (s->fd >= 0) {
             if (s->pins++ == 0)
@@ -111,23 +116,41 @@ int fdcache_pin(FdCache *c, MountTable *mt, FdSlot *s, const FileHandle *fh) {
 
     pthread_mutex_lock(&c->lock);
     s->opening = false;
-    if (fd < 0)
+    bool release = false;
+    if (fd < 0) {
         c->cached--;
-    else {
+        release = s->doomed && s->pins == 0;
+    } else if (s->doomed) {
+        /* Forgotten while we opened: only pinners may still use it. */
+        c->cached--;
+        s->fd = fd;
+        s->pins++;
+    } else {
         s->fd = fd;
         s->pins++;
         atomic_fetch_add(&c->stats->fds_cached, 1);
     }
     wake(c);
     pthread_mutex_unlock(&c->lock);
+    if (release)
+        c->release(s);
     return fd;
 }
 
 void fdcache_unpin(FdCache *c, FdSlot *s) {
-    if (s->permanent)
+    if (s->immortal)
         return;
     pthread_mutex_lock(&c->lock);
-    if (--s->pins == 0) {
+    if (s->doomed) {
+        bool last = --s->pins == 0 && !s->opening;
+        if (last)
+            s->fd = safe_close(s->fd);
+        pthread_mutex_unlock(&c->lock);
+        if (last)
+            c->release(s);
+        return;
+    }
+    if (--s->pins == 0 && !s->permanent) {
         /* Over the bound (open files took fds meanwhile): close it now. */
         if (c->cached > limit(c)) {
             s->fd = safe_close(s->fd);
@@ -147,7 +170,7 @@ void fdcache_offer(FdCache *c, FdSlot *s, int fd) {
         return;
     }
     pthread_mutex_lock(&c->lock);
-    if (s->fd < 0 && !s->opening && (c->cached < limit(c) || evict_one(c))) {
+    if (s->fd < 0 && !s->opening && !s->doomed && (c->cached < limit(c) || evict_one(c))) {
         s->fd = TAKE_FD(fd);
         c->cached++;
         atomic_fetch_add(&c->stats->fds_cached, 1);
@@ -159,21 +182,28 @@ void fdcache_offer(FdCache *c, FdSlot *s, int fd) {
     safe_close(fd);
 }
 
-void fdcache_forget(FdCache *c, FdSlot *s) {
-    if (s->permanent) {
-        s->fd = safe_close(s->fd);
-        return;
-    }
+bool fdcache_forget(FdCache *c, FdSlot *s) {
+    if (s->immortal)
+        return false;
     pthread_mutex_lock(&c->lock);
-    if (s->fd >= 0) {
+    bool now = s->pins == 0 && !s->opening;
+    if (!now)
+        s->doomed = true;
+    if (s->fd >= 0 && !s->permanent) {
         if (s->pins == 0)
             idle_unlink(s);
-        s->fd = safe_close(s->fd);
+        else
+            s->doomed = true;
+        /* Out of the cache's count now; a pinner's fd stays open. */
         c->cached--;
         atomic_fetch_sub(&c->stats->fds_cached, 1);
+        if (s->pins == 0)
+            s->fd = safe_close(s->fd);
         wake(c);
-    }
+    } else if (s->fd >= 0 && now)
+        s->fd = safe_close(s->fd);
     pthread_mutex_unlock(&c->lock);
+    return now;
 }
 
 void fdcache_charge(FdCache *c, int n) {

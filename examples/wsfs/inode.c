@@ -39,7 +39,7 @@ int inode_table_init(InodeTable *t, MountTable *mt, int root_fd, Stats *stats) {
     if ((r = mount_table_add(mt, dfd)) < 0)
         return r;
     t->root = (Inode) { .dev = st.st_dev, .ino = st.st_ino, .type = S_IFDIR, .nlookup = 2,
-                        .slot = { .fd = root_fd, .permanent = true }, .backing_id = -1 };
+                        .slot = { .fd = root_fd, .permanent = true, .immortal = true }, .backing_id = -1 };
     if ((r = file_handle_of_fd(mt, root_fd, &t->root.fh)) < 0)
         return r;
     t->n_buckets = 1024;
@@ -54,7 +54,7 @@ void inode_table_done(InodeTable *t, FdCache *c) {
     for (size_t b = 0; b < t->n_buckets; b++)
         for (Inode *i = t->buckets[b], *n; i; i = n) {
             n = i->hnext;
-            fdcache_forget(c, &i->slot);
+            (void) fdcache_forget(c, &i->slot);
             free(i);
         }
     free(t->buckets);
@@ -145,9 +145,12 @@ void inode_unref(InodeTable *t, FdCache *c, Inode *i, uint64_t n) {
         atomic_fetch_sub(&t->stats->inodes, 1);
     }
     pthread_mutex_unlock(&t->lock);
-    if (gone) {
-        /* The kernel forgot it, so no operation on it is in flight. */
-        fdcache_forget(c, &i->slot);
+    /* The kernel forgot it; an operation that replied may still unpin it
+     * (then the cache frees it at that unpin, inode_release). */
+    if (gone && fdcache_forget(c, &i->slot))
         free(i);
-    }
+}
+
+void inode_release(FdSlot *s) {
+    free((Inode *) ((char *) s - offsetof(Inode, slot)));
 }

@@ -251,6 +251,8 @@ static int open_handle(Fs *fs, Inode *i, int flags, int fd, Handle **ret) {
     pthread_mutex_unlock(&fs->cas_lock);
     if (r < 0)
         return r;
+    /* The handle holds the inode: a FORGET may come before its RELEASE. */
+    inode_ref(&fs->inodes, i);
     fdcache_charge(&fs->fdc, h->obj_fd >= 0 ? 2 : 1);
     h->fd = TAKE_FD(owned);
     *ret = TAKE_PTR(h);
@@ -632,6 +634,7 @@ static void handle_close(Fs *fs, Inode *i, Handle *h, fuse_req_t reply_to) {
         stub_store(fs, i, wgen);
         inode_unref(&fs->inodes, &fs->fdc, i, 1);
     }
+    inode_unref(&fs->inodes, &fs->fdc, i, 1); /* the handle's hold */
 }
 
 static void op_release(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi) {
@@ -958,7 +961,7 @@ int fs_new(const FsConfig *cfg, Fs **ret) {
     mount_table_init(&fs->mounts);
     /* Each operation pins at most three inodes (rename: two parents; a
      * lookup inside: the parent again). */
-    fdcache_init(&fs->fdc, cfg->fd_cache, 4 * (size_t) MAX(cfg->threads, 1u) + 8, cfg->stats);
+    fdcache_init(&fs->fdc, cfg->fd_cache, 4 * (size_t) MAX(cfg->threads, 1u) + 8, cfg->stats, inode_release);
     if ((r = inode_table_init(&fs->inodes, &fs->mounts, cfg->root_fd, cfg->stats)) < 0) {
         fdcache_done(&fs->fdc);
         mount_table_done(&fs->mounts);

@@ -125,8 +125,13 @@ typedef struct FdSlot {
     unsigned pins;              /* operations using fd now */
     bool opening;               /* a thread is opening fd */
     bool permanent;             /* never evicted (root, or no handle) */
+    bool immortal;              /* never freed (root): pins not counted */
+    bool doomed;                /* forgotten while pinned: the last unpin frees it */
     struct FdSlot *prev, *next; /* the idle list: fd >= 0, pins == 0 */
 } FdSlot;
+
+/* Frees the object a doomed slot is embedded in (called unlocked). */
+typedef void (*FdSlotReleaseFn)(FdSlot *s);
 
 typedef struct FdCache {
     pthread_mutex_t lock;
@@ -138,10 +143,11 @@ typedef struct FdCache {
     unsigned waiters;
     FdSlot idle;                /* list head: least recently used first */
     Stats *stats;
+    FdSlotReleaseFn release;
     atomic_bool shed_logged;
 } FdCache;
 
-void fdcache_init(FdCache *c, size_t cap, size_t floor, Stats *stats);
+void fdcache_init(FdCache *c, size_t cap, size_t floor, Stats *stats, FdSlotReleaseFn release);
 void fdcache_done(FdCache *c);
 /* The slot's O_PATH fd, opened from fh if not cached, pinned until
  * fdcache_unpin(). Waits while the cache is full of pinned fds; evicts
@@ -153,8 +159,12 @@ void fdcache_unpin(FdCache *c, FdSlot *s);
  * kept when the slot has none and room can be made without waiting, and
  * closed otherwise. Takes ownership of fd. */
 void fdcache_offer(FdCache *c, FdSlot *s, int fd);
-/* The slot goes away (no pins): closes its fd. */
-void fdcache_forget(FdCache *c, FdSlot *s);
+/* The slot's owner is forgotten: closes its fd. An operation may still
+ * hold a pin (the kernel may FORGET as soon as it has our reply, before
+ * that operation unpinned): then the last unpin calls the release
+ * function instead.
+ * Returns: true if the caller may free the owner now. */
+bool fdcache_forget(FdCache *c, FdSlot *s);
 /* An open file or dir took (+n) or gave back (-n) fds: the cache shrinks
  * to keep the sum under the bound. */
 void fdcache_charge(FdCache *c, int n);
@@ -213,8 +223,11 @@ void inode_table_done(InodeTable *t, FdCache *c);
  * Returns: <0 on error (-ENOMEM), 0 on success. */
 int inode_table_get(InodeTable *t, const struct stat *st, const FileHandle *fh, Inode **ret);
 void inode_ref(InodeTable *t, Inode *i);
-/* Drops n lookups; at zero the inode is freed (its cached fd closed). */
+/* Drops n lookups; at zero the inode is freed (its cached fd closed), or
+ * at its last unpin if an operation still holds it pinned. */
 void inode_unref(InodeTable *t, FdCache *c, Inode *i, uint64_t n);
+/* The fd cache's release function for inodes (FdSlotReleaseFn). */
+void inode_release(FdSlot *s);
 /* How many handles the inode with this (dev, ino) has open (0 if the
  * table has no such inode). Call with ops.c's cas_lock held. */
 unsigned inode_table_opens(InodeTable *t, dev_t dev, ino_t ino);

@@ -18,6 +18,8 @@ FICLONE = 0x40049409
 
 
 def name(e):
+    if e.errno == errno.EOPNOTSUPP:  # == ENOTSUP on Linux; one spelling
+        return "EOPNOTSUPP"
     return errno.errorcode.get(e.errno, str(e.errno))
 
 
