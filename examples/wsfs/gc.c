@@ -652,6 +652,33 @@ static void print_result(Gc *g, bool ok, int64_t duration_ms) {
     fflush(stdout);
 }
 
+static void gc_free(Gc *g) {
+    for (size_t s = 0; s < g->n_shards; s++) {
+        if (g->dir_fds)
+            safe_close(g->dir_fds[s]);
+        if (g->objects_fds)
+            safe_close(g->objects_fds[s]);
+        if (g->trash_fds)
+            safe_close(g->trash_fds[s]);
+    }
+    free(g->dir_fds);
+    free(g->objects_fds);
+    free(g->trash_fds);
+    free(g->objects);
+    free(g->dirs);
+    free(g->refs.slots);
+    free(g->refs.used);
+    for (size_t i = 0; i < g->n_shards; i++)
+        free(g->content[i]);
+    for (size_t i = 0; i < g->n_roots; i++)
+        free(g->roots[i]);
+    free(g->content);
+    free(g->roots);
+}
+
+/* A usage error: message, free, EXIT_USAGE. */
+#define USAGE(...) ({ GC_BAD(__VA_ARGS__); gc_free(&g); EXIT_USAGE; })
+
 int gc_main(int argc, char **argv) {
     enum { O_CONTENT = 256, O_ROOT, O_GRACE, O_LOCKTO, O_DRY, O_JSON, O_HELP };
     static const struct option opts[] = {
@@ -673,19 +700,19 @@ int gc_main(int argc, char **argv) {
         switch (c) {
         case O_CONTENT:
             if (split_list(&g.content, &g.n_shards, optarg) < 0)
-                return GC_BAD("out of memory");
+                return USAGE("out of memory");
             break;
         case O_ROOT:
             if (split_list(&g.roots, &g.n_roots, optarg) < 0)
-                return GC_BAD("out of memory");
+                return USAGE("out of memory");
             break;
         case O_GRACE:
             if (parse_duration(optarg, &g.grace_s) < 0)
-                return GC_BAD("--grace: '%s' is not a duration (e.g. 90s, 30m, 2h, 1d)", optarg);
+                return USAGE("--grace: '%s' is not a duration (e.g. 90s, 30m, 2h, 1d)", optarg);
             break;
         case O_LOCKTO:
             if (parse_duration(optarg, &g.lock_timeout_s) < 0)
-                return GC_BAD("--lock-timeout: '%s' is not a duration", optarg);
+                return USAGE("--lock-timeout: '%s' is not a duration", optarg);
             break;
         case O_DRY:
             g.dry_run = true;
@@ -696,18 +723,20 @@ int gc_main(int argc, char **argv) {
         case 'h':
         case O_HELP:
             gc_usage(stdout);
+            gc_free(&g);
             return EXIT_SUCCESS;
         default:
             gc_usage(stderr);
+            gc_free(&g);
             return EXIT_USAGE;
         }
     }
     if (optind != argc)
-        return GC_BAD("unexpected argument '%s'", argv[optind]);
+        return USAGE("unexpected argument '%s'", argv[optind]);
     if (g.n_shards == 0)
-        return GC_BAD("--content DIR[,DIR...] is required");
+        return USAGE("--content DIR[,DIR...] is required");
     if (g.n_roots == 0)
-        return GC_BAD("--state-root DIR is required (at least one; every dir that may hold stubs)");
+        return USAGE("--state-root DIR is required (at least one; every dir that may hold stubs)");
     const char *e = getenv("LAYOUTD_WSFS_GC_TEST_STOP_AFTER");
     if (!isempty(e))
         g.stop_after = strtol(e, NULL, 10);
@@ -716,7 +745,7 @@ int gc_main(int argc, char **argv) {
     g.objects_fds = calloc(g.n_shards, sizeof(int));
     g.trash_fds = calloc(g.n_shards, sizeof(int));
     if (!g.dir_fds || !g.objects_fds || !g.trash_fds)
-        return GC_BAD("out of memory");
+        return USAGE("out of memory");
     for (size_t s = 0; s < g.n_shards; s++)
         g.dir_fds[s] = g.objects_fds[s] = g.trash_fds[s] = -EBADF;
     _cleanup_close_ int lock_fd = -EBADF;
@@ -752,26 +781,6 @@ done:
     print_result(&g, ret == EXIT_SUCCESS, (now_ns(CLOCK_MONOTONIC) - t0) / 1000000);
     if (ret != EXIT_SUCCESS)
         fprintf(stderr, "layoutd-wsfs gc: %s\n", g.error);
-    for (size_t s = 0; s < g.n_shards; s++) {
-        if (g.dir_fds)
-            safe_close(g.dir_fds[s]);
-        if (g.objects_fds)
-            safe_close(g.objects_fds[s]);
-        if (g.trash_fds)
-            safe_close(g.trash_fds[s]);
-    }
-    free(g.dir_fds);
-    free(g.objects_fds);
-    free(g.trash_fds);
-    free(g.objects);
-    free(g.dirs);
-    free(g.refs.slots);
-    free(g.refs.used);
-    for (size_t i = 0; i < g.n_shards; i++)
-        free(g.content[i]);
-    for (size_t i = 0; i < g.n_roots; i++)
-        free(g.roots[i]);
-    free(g.content);
-    free(g.roots);
+    gc_free(&g);
     return ret;
 }

@@ -23,7 +23,7 @@ baseline of the same repeat) and summarised as medians with bootstrap
 never retried, and makes the exit status 1. Nothing asserts time.
 
   fusehop.py run --work DIR --build BUILD --out OUT [--profile smoke|full]
-                 [--arms a,b,...] [--repeats N] [--ns 1,6] [--files F]
+                 [--arms a,b,...] [--repeats N] [--ns 1,6] [--files F] [--kinds small,fio,stream]
   fusehop.py report --out OUT
 
 Only the Debian python3 standard library is used (/usr/bin/python3).
@@ -493,6 +493,7 @@ def cmd_run(a):
     if a.ns:
         p["ns"] = [int(x) for x in a.ns.split(",")]
     arms = a.arms.split(",") if a.arms else list(DEFAULT_ARMS)
+    kinds = a.kinds.split(",") if a.kinds else ["small", "fio", "stream"]
     for arm in arms:
         if arm not in ARMS:
             log(f"unknown arm {arm}")
@@ -507,7 +508,7 @@ def cmd_run(a):
         arms = [x for x in arms if ARMS[x][0] != "ptll"]
     os.makedirs(a.out, exist_ok=True)
     signal.signal(signal.SIGTERM, on_signal)
-    meta = {"profile": a.profile, "arms": arms, "ns": p["ns"], "repeats": p["repeats"], "files": p["files"],
+    meta = {"profile": a.profile, "arms": arms, "kinds": kinds, "ns": p["ns"], "repeats": p["repeats"], "files": p["files"],
             "stream": p["stream"], "fio_size": p["fio_size"], "machine": machine(), "load_start": loadavg(),
             "started": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())}
     log(f"profile {a.profile}: arms {arms}, N {p['ns']}, {p['repeats']} repeat(s), {p['files']} files; "
@@ -522,6 +523,7 @@ def cmd_run(a):
         for rep in range(p["repeats"]):
             plan = [("small", arm, n) for n in p["ns"] for arm in arms] + \
                    [("fio", arm, 1) for arm in arms] + [("stream", arm, 1) for arm in arms]
+            plan = [x for x in plan if x[0] in kinds]
             random.Random(SEED + rep).shuffle(plan)
             for kind, arm, n in plan:
                 t0 = time.monotonic()
@@ -558,6 +560,7 @@ def main():
     r.add_argument("--repeats", type=int)
     r.add_argument("--files", type=int)
     r.add_argument("--ns")
+    r.add_argument("--kinds")
     rp = sub.add_parser("report")
     rp.add_argument("--out", required=True)
     a = ap.parse_args()
