@@ -439,7 +439,7 @@ def report(out):
         L.append("")
     L += ["## fio (N=1)", "", "| job | arm | MB/s | IOPS | p50 µs | p99 µs | daemon CPU s | MB/s / native |", "|---|---|---|---|---|---|---|---|"]
     fio = [r for r in runs if r["kind"] == "fio"]
-    for name, _ in FIO_JOBS:
+    for name, _ in (FIO_JOBS if fio else []):
         for arm in arms:
             js = [j for r in fio if r["arm"] == arm for j in r["jobs"] if j["job"] == name and j["ok"]]
             nat = {r["rep"]: j for r in fio if r["arm"] == "native" for j in r["jobs"] if j["job"] == name and j["ok"]}
@@ -458,7 +458,7 @@ def report(out):
             L.append(f"| {name} | {arm} | {fmt_ci(bw, 1)} | {iops:.0f} | {p50:.0f} | {p99:.0f} | {dc:.2f} | {fmt_ci(ratio)} |")
     L += ["", f"## 1 KiB-write stream ({meta['stream'] >> 20} MiB, then fsync)", "",
           "| arm | total s | write s | fsync s | CPU s | time / native | write p50/p99 µs | FUSE writes |", "|---|---|---|---|---|---|---|---|"]
-    for arm in arms:
+    for arm in arms if any(r["kind"] == "stream" for r in runs) else []:
         rs = [r for r in runs if r["kind"] == "stream" and r["arm"] == arm and r["ok"]]
         if not rs:
             L.append(f"| {arm} | failed | | | | | | |")
