@@ -131,11 +131,22 @@ static void to_hex(const unsigned char *md, char *out) {
 
 /* A chunk buffer per thread, kept: a 1 MiB malloc per file is an mmap,
  * its page faults and a munmap each time (no difference above the noise
- * in fusehop, but it is work for nothing). Never freed; a few threads. */
+ * in fusehop, but it is work for nothing). Freed when the thread exits
+ * (libfuse's workers come and go). NULL when out of memory. */
+static pthread_key_t chunk_key;
+static pthread_once_t chunk_once = PTHREAD_ONCE_INIT;
+
+static void chunk_key_init(void) {
+    (void) pthread_key_create(&chunk_key, free);
+}
+
 static unsigned char *chunk_buffer(void) {
-    static __thread unsigned char *buf;
-    if (!buf)
-        buf = malloc(CHUNK);
+    pthread_once(&chunk_once, chunk_key_init);
+    unsigned char *buf = pthread_getspecific(chunk_key);
+    if (!buf && (buf = malloc(CHUNK)) && pthread_setspecific(chunk_key, buf) != 0) {
+        free(buf);
+        buf = NULL;
+    }
     return buf;
 }
 

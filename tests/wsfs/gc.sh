@@ -65,11 +65,11 @@ log "gc ran $runs times during the writes; $(grep -c '"ok":true' "$WORK/gc.jsonl
 [ "$runs" -ge $((SECONDS_RUN / 4)) ] || fail "gc ran only $runs times"
 [ ! -s "$WORK/gc.err" ] || fail "gc failed while the writers ran: $(head -5 "$WORK/gc.err")"
 ! grep -q '"ok":false' "$WORK/gc.jsonl" || fail "a gc run failed: $(grep '"ok":false' "$WORK/gc.jsonl" | head -1)"
-swept=$(sed -n 's/.*"objects_swept":\([0-9]*\).*/\1/p' "$WORK/gc.jsonl" | paste -sd+ | bc)
-rescanned=$(sed -n 's/.*"dirs_rescanned":\([0-9]*\).*/\1/p' "$WORK/gc.jsonl" | paste -sd+ | bc)
+sum_key() { sed -n "s/.*\"$1\":\([0-9]*\).*/\1/p" "$WORK/gc.jsonl" | awk '{ s += $1 } END { print s + 0 }'; }
+swept=$(sum_key objects_swept)
+rescanned=$(sum_key dirs_rescanned)
 log "swept $swept objects while the writers ran; $rescanned directory rereads under the lock"
 [ "$swept" -gt 0 ] || fail "gc never swept anything while the writers ran: the test did not test"
-grep -q '"restored":0' "$WORK/gc.jsonl" || true
 ! grep -q '"restored":[1-9]' "$WORK/gc.jsonl" || fail "gc had to restore referenced objects: the protocol leaked"
 for k in 1 2 3 4 5 6; do
     wait_for 20 all_committed "ws$k" || fail "ws$k: not committed"
