@@ -4,14 +4,24 @@
  * by its SHA-256 (lowercase hex H) and kept at
  *     <content dir of shard S>/objects/<H[0:2]>/<H>
  * where S = (first 4 hex digits of H as a 16-bit number) % n_shards.
- * Objects are immutable (mode 0444) and published by writing a temporary
- * file in the same objects/<H[0:2]> directory and renaming it into place
- * with RENAME_NOREPLACE, so several daemons can share a pool: whoever loses
- * the race drops its copy, and no reader ever sees a partial object.
+ * Objects are immutable (mode 0444). A file is published by copying it
+ * into a temporary file objects/.tmp.<pid>.<n> of shard 0 while hashing
+ * it (one pass over the source: the name is only known at the end), then
+ * renaming the copy into place with RENAME_NOREPLACE, so several daemons
+ * can share a pool: whoever loses the race drops its copy, and no reader
+ * ever sees a partial object. The copy is hashed as it is written, so an
+ * object always holds exactly what its name says, even if the source
+ * changed meanwhile (the caller then simply does not reference it).
+ *
+ * The sweeper (gc.c) shares two things with this file: the pool lock
+ * (<dir[0]>/gc.lock, flock()ed shared here around publishing and
+ * referencing, exclusive by the sweeper while it quarantines) and the
+ * trash (<dir>/trash/H), from which an object that is opened is put back.
  */
 #include <fcntl.h>
 #include <openssl/evp.h>
 #include <stdio.h>
+#include <sys/file.h>
 #include <sys/stat.h>
 #include <sys/xattr.h>
 
@@ -20,26 +30,40 @@
 #define CHUNK (1024 * 1024)
 
 int cas_pool_open(CasPool *p, char **dirs, size_t n, size_t *ret_bad) {
-    *p = (CasPool) {};
+    struct stat st;
+    *p = (CasPool) { .lock_fd = -EBADF };
     p->objects_fds = calloc(n, sizeof(int));
+    p->dir_fds = calloc(n, sizeof(int));
+    p->devs = calloc(n, sizeof(dev_t));
     p->dirs = dirs;
-    if (!p->objects_fds)
+    pthread_mutex_init(&p->lock_mutex, NULL);
+    if (!p->objects_fds || !p->dir_fds || !p->devs) {
+        cas_pool_close(p);
         return -ENOMEM;
+    }
     for (size_t i = 0; i < n; i++)
-        p->objects_fds[i] = -EBADF;
+        p->objects_fds[i] = p->dir_fds[i] = -EBADF;
     p->n_shards = n;
 
     for (size_t i = 0; i < n; i++) {
-        _cleanup_close_ int dfd = open(dirs[i], O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-        if (dfd < 0 || (mkdirat(dfd, "objects", 0755) < 0 && errno != EEXIST)) {
-            int r = negative_errno();
-            *ret_bad = i;
-            cas_pool_close(p);
-            return r;
+        int r = 0;
+        p->dir_fds[i] = open(dirs[i], O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+        if (p->dir_fds[i] < 0 || (mkdirat(p->dir_fds[i], "objects", 0755) < 0 && errno != EEXIST))
+            r = negative_errno();
+        if (r == 0) {
+            p->objects_fds[i] = openat(p->dir_fds[i], "objects", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+            if (p->objects_fds[i] < 0 || faccessat(p->objects_fds[i], ".", W_OK | X_OK, AT_EACCESS) < 0 ||
+                fstat(p->objects_fds[i], &st) < 0)
+                r = negative_errno();
+            else
+                p->devs[i] = st.st_dev;
         }
-        p->objects_fds[i] = openat(dfd, "objects", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-        if (p->objects_fds[i] < 0 || faccessat(p->objects_fds[i], ".", W_OK | X_OK, AT_EACCESS) < 0) {
-            int r = negative_errno();
+        if (r == 0 && i == 0) {
+            p->lock_fd = openat(p->dir_fds[0], "gc.lock", O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0644);
+            if (p->lock_fd < 0)
+                r = negative_errno();
+        }
+        if (r < 0) {
             *ret_bad = i;
             cas_pool_close(p);
             return r;
@@ -49,16 +73,51 @@ int cas_pool_open(CasPool *p, char **dirs, size_t n, size_t *ret_bad) {
 }
 
 void cas_pool_close(CasPool *p) {
-    for (size_t i = 0; i < p->n_shards && p->objects_fds; i++)
+    for (size_t i = 0; i < p->n_shards; i++) {
         safe_close(p->objects_fds[i]);
+        safe_close(p->dir_fds[i]);
+    }
     free(p->objects_fds);
-    p->objects_fds = NULL;
+    free(p->dir_fds);
+    free(p->devs);
+    p->objects_fds = p->dir_fds = NULL;
+    p->devs = NULL;
+    p->lock_fd = safe_close(p->lock_fd);
+    if (p->n_shards > 0 || p->dirs)
+        pthread_mutex_destroy(&p->lock_mutex);
     p->n_shards = 0;
+    p->dirs = NULL;
 }
 
 size_t cas_shard_of(const char *hex, size_t n_shards) {
     char head[5] = { hex[0], hex[1], hex[2], hex[3], 0 };
     return (size_t) strtoul(head, NULL, 16) % n_shards;
+}
+
+bool cas_is_hex(const char *s) {
+    size_t n = 0;
+    for (; s[n]; n++)
+        if (!((s[n] >= '0' && s[n] <= '9') || (s[n] >= 'a' && s[n] <= 'f')))
+            return false;
+    return n == WSFS_HEX_LEN;
+}
+
+void cas_lock_shared(CasPool *p) {
+    pthread_mutex_lock(&p->lock_mutex);
+    /* flock() locks belong to the open file description, not the thread:
+     * one shared lock for the process, counted. Blocks (every publisher
+     * of this process with it) while the sweeper holds it exclusively. */
+    if (p->lock_users++ == 0)
+        while (flock(p->lock_fd, LOCK_SH) < 0 && errno == EINTR)
+            ;
+    pthread_mutex_unlock(&p->lock_mutex);
+}
+
+void cas_unlock_shared(CasPool *p) {
+    pthread_mutex_lock(&p->lock_mutex);
+    if (--p->lock_users == 0)
+        (void) flock(p->lock_fd, LOCK_UN);
+    pthread_mutex_unlock(&p->lock_mutex);
 }
 
 static void to_hex(const unsigned char *md, char *out) {
@@ -70,10 +129,31 @@ static void to_hex(const unsigned char *md, char *out) {
     out[WSFS_HEX_LEN] = 0;
 }
 
-/* Reads in from offset 0 to EOF, hashing; also writes every chunk to out
+/* A chunk buffer per thread, kept: a 1 MiB malloc per file is an mmap,
+ * its page faults and a munmap each time (no difference above the noise
+ * in fusehop, but it is work for nothing). Freed when the thread exits
+ * (libfuse's workers come and go). NULL when out of memory. */
+static pthread_key_t chunk_key;
+static pthread_once_t chunk_once = PTHREAD_ONCE_INIT;
+
+static void chunk_key_init(void) {
+    (void) pthread_key_create(&chunk_key, free);
+}
+
+static unsigned char *chunk_buffer(void) {
+    pthread_once(&chunk_once, chunk_key_init);
+    unsigned char *buf = pthread_getspecific(chunk_key);
+    if (!buf && (buf = malloc(CHUNK)) && pthread_setspecific(chunk_key, buf) != 0) {
+        free(buf);
+        buf = NULL;
+    }
+    return buf;
+}
+
+/* Reads in from offset 0 to EOF, hashing, and writes every chunk to out
  * when out >= 0. Returns: <0 on error, 0 on success. */
 static int hash_copy(int in, int out, char ret_hex[WSFS_HEX_LEN + 1]) {
-    _cleanup_free_ unsigned char *buf = malloc(CHUNK);
+    unsigned char *buf = chunk_buffer();
     EVP_MD_CTX *ctx = EVP_MD_CTX_new();
     unsigned char md[32];
     int r = -EIO;
@@ -94,9 +174,13 @@ static int hash_copy(int in, int out, char ret_hex[WSFS_HEX_LEN + 1]) {
             break;
         if (EVP_DigestUpdate(ctx, buf, n) != 1)
             goto out;
-        if (out >= 0 && pwrite(out, buf, n, off) != n) {
-            r = errno > 0 ? -errno : -ENOSPC;
-            goto out;
+        for (ssize_t done = 0; out >= 0 && done < n;) {
+            ssize_t w = pwrite(out, buf + done, n - done, off + done);
+            if (w < 0) {
+                r = negative_errno();
+                goto out;
+            }
+            done += w;
         }
         off += n;
     }
@@ -109,60 +193,111 @@ out:
     return r;
 }
 
-int cas_publish(CasPool *p, int src_fd, char ret_hex[WSFS_HEX_LEN + 1],
-                int *ret_obj_fd, int *ret_dir_fd, size_t *ret_shard) {
-    char hex[WSFS_HEX_LEN + 1], check[WSFS_HEX_LEN + 1], sub[3], tmp[128];
-    int r, existed = 1;
+/* An existing object is about to be referenced again: its mtime says so,
+ * so the sweeper's grace period starts over (git freshens the same way). */
+static int freshen(int dir, const char *hex) {
+    return utimensat(dir, hex, NULL, 0) < 0 ? negative_errno() : 0;
+}
 
-    r = hash_copy(src_fd, -EBADF, hex);
+int cas_publish(CasPool *p, FdCache *fdc, int src_fd, char ret_hex[WSFS_HEX_LEN + 1],
+                int *ret_obj_fd, int *ret_dir_fd, size_t *ret_shard) {
+    static atomic_uint counter;
+    char hex[WSFS_HEX_LEN + 1], sub[3], tmp[80], tmp2[80];
+    _cleanup_close_ int dir = -EBADF;
+    int r, existed = 0;
+
+    snprintf(tmp, sizeof(tmp), ".tmp.%d.%u", (int) getpid(), atomic_fetch_add(&counter, 1));
+    _cleanup_close_ int t = FD_RETRY(fdc, openat(p->objects_fds[0], tmp, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0444));
+    if (t < 0)
+        return negative_errno();
+    int tmp_dir = p->objects_fds[0];
+    r = hash_copy(src_fd, t, hex);
     if (r < 0)
-        return r;
+        goto fail;
+
     size_t shard = cas_shard_of(hex, p->n_shards);
     memcpy(sub, hex, 2);
     sub[2] = 0;
-    if (mkdirat(p->objects_fds[shard], sub, 0755) < 0 && errno != EEXIST)
-        return negative_errno();
-    _cleanup_close_ int dir = openat(p->objects_fds[shard], sub, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-    if (dir < 0)
-        return negative_errno();
-
-    _cleanup_close_ int obj = openat(dir, hex, O_RDONLY | O_CLOEXEC);
-    if (obj < 0 && errno != ENOENT)
-        return negative_errno();
-    if (obj < 0) {
-        static atomic_uint counter;
-        snprintf(tmp, sizeof(tmp), ".tmp.%d.%u.%.16s", (int) getpid(), atomic_fetch_add(&counter, 1), hex);
-        _cleanup_close_ int t = openat(dir, tmp, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0444);
-        if (t < 0)
-            return negative_errno();
-        /* Second pass: copy and hash again. The source is a live file; if
-         * it changed since the first pass the copy does not match its name,
-         * and an object must never hold content other than its name says. */
-        r = hash_copy(src_fd, t, check);
-        if (r >= 0 && !streq(check, hex))
-            r = -EAGAIN;
-        if (r >= 0 && renameat2(dir, tmp, dir, hex, RENAME_NOREPLACE) < 0)
-            r = errno == EEXIST ? 1 : negative_errno(); /* another daemon won the race */
-        if (r != 0)
-            (void) unlinkat(dir, tmp, 0);
-        if (r < 0)
-            return r;
-        existed = r;
-        obj = openat(dir, hex, O_RDONLY | O_CLOEXEC);
-        if (obj < 0)
-            return negative_errno();
+    if (mkdirat(p->objects_fds[shard], sub, 0755) < 0 && errno != EEXIST) {
+        r = negative_errno();
+        goto fail;
     }
+    dir = FD_RETRY(fdc, openat(p->objects_fds[shard], sub, O_RDONLY | O_DIRECTORY | O_CLOEXEC));
+    if (dir < 0) {
+        r = negative_errno();
+        goto fail;
+    }
+    if (faccessat(dir, hex, F_OK, AT_SYMLINK_NOFOLLOW) == 0)
+        existed = 1;
+    else if (errno != ENOENT) {
+        r = negative_errno();
+        goto fail;
+    } else if (p->devs[shard] != p->devs[0]) {
+        /* That shard is another filesystem: one more copy, of our own
+         * copy (the source is not read twice). */
+        snprintf(tmp2, sizeof(tmp2), "%.70s.x", tmp);
+        _cleanup_close_ int t2 = FD_RETRY(fdc, openat(p->objects_fds[shard], tmp2, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0444));
+        _cleanup_close_ int rd = FD_RETRY(fdc, openat(tmp_dir, tmp, O_RDONLY | O_CLOEXEC));
+        struct stat st;
+        if (t2 < 0 || rd < 0 || fstat(rd, &st) < 0) {
+            r = negative_errno();
+            if (t2 >= 0)
+                (void) unlinkat(p->objects_fds[shard], tmp2, 0);
+            goto fail;
+        }
+        (void) unlinkat(tmp_dir, tmp, 0);
+        tmp_dir = p->objects_fds[shard];
+        snprintf(tmp, sizeof(tmp), "%s", tmp2);
+        if ((r = cas_copy(rd, t2, st.st_size)) < 0)
+            goto fail;
+    }
+    if (!existed && renameat2(tmp_dir, tmp, dir, hex, RENAME_NOREPLACE) < 0) {
+        if (errno != EEXIST) {
+            r = negative_errno();
+            goto fail;
+        }
+        existed = 1; /* another daemon won the race */
+    }
+    if (existed) {
+        (void) unlinkat(tmp_dir, tmp, 0);
+        if ((r = freshen(dir, hex)) < 0)
+            return r;
+    }
+    int obj = FD_RETRY(fdc, openat(dir, hex, O_RDONLY | O_CLOEXEC));
+    if (obj < 0)
+        return negative_errno();
     memcpy(ret_hex, hex, sizeof(hex));
-    *ret_obj_fd = TAKE_FD(obj);
+    *ret_obj_fd = obj;
     *ret_dir_fd = TAKE_FD(dir);
     *ret_shard = shard;
     return existed;
+fail:
+    (void) unlinkat(tmp_dir, tmp, 0);
+    return r;
 }
 
-int cas_open_object(CasPool *p, const char *hex) {
-    char path[WSFS_HEX_LEN + 8];
+int cas_open_object(CasPool *p, FdCache *fdc, const char *hex, bool *ret_restored) {
+    char path[WSFS_HEX_LEN + 8], trash[WSFS_HEX_LEN + 8];
+    size_t shard = cas_shard_of(hex, p->n_shards);
     snprintf(path, sizeof(path), "%.2s/%s", hex, hex);
-    int fd = openat(p->objects_fds[cas_shard_of(hex, p->n_shards)], path, O_RDONLY | O_CLOEXEC);
+    *ret_restored = false;
+    int fd = FD_RETRY(fdc, openat(p->objects_fds[shard], path, O_RDONLY | O_CLOEXEC));
+    if (fd >= 0 || errno != ENOENT)
+        return fd < 0 ? negative_errno() : fd;
+    /* In the sweeper's trash? It quarantines only objects nothing
+     * references, so this "cannot happen"; if it does (a reference the
+     * sweeper could not see), the object goes back rather than be lost. */
+    snprintf(trash, sizeof(trash), "trash/%s", hex);
+    if (renameat2(p->dir_fds[shard], trash, p->objects_fds[shard], path, RENAME_NOREPLACE) == 0)
+        *ret_restored = true;
+    else if (errno == ENOENT && faccessat(p->objects_fds[shard], path, F_OK, 0) < 0) {
+        /* objects/xx may not exist yet */
+        char sub[3] = { hex[0], hex[1], 0 };
+        if (mkdirat(p->objects_fds[shard], sub, 0755) == 0 &&
+            renameat2(p->dir_fds[shard], trash, p->objects_fds[shard], path, RENAME_NOREPLACE) == 0)
+            *ret_restored = true;
+    }
+    fd = FD_RETRY(fdc, openat(p->objects_fds[shard], path, O_RDONLY | O_CLOEXEC));
     return fd < 0 ? negative_errno() : fd;
 }
 

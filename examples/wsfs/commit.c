@@ -27,7 +27,7 @@ typedef struct Batch {
     uint64_t id;
     size_t n_records;
     usec_t opened;           /* CLOCK_MONOTONIC of the first record */
-    CommitItem *items;       /* fdatasync mode: fds are dups we own */
+    CommitItem *items;       /* fdatasync mode: by handle, no fds held */
     size_t n_items, cap_items;
     CasPunch *punches;
     size_t n_punches, cap_punches;
@@ -76,10 +76,6 @@ static void timed_wait(pthread_cond_t *cond, pthread_mutex_t *lock, usec_t until
 }
 
 static void batch_release(Batch *b) {
-    for (size_t i = 0; i < b->n_items; i++)
-        safe_close(b->items[i].fd);
-    for (size_t i = 0; i < b->n_punches; i++)
-        safe_close(b->punches[i].fd);
     free(b->items);
     free(b->punches);
     free(b->shards);
@@ -114,25 +110,22 @@ uint64_t committer_add(Committer *c, const CommitItem *items, size_t n_items,
         pthread_cond_signal(&c->wake);
     atomic_fetch_add(&c->cfg.stats->records, 1);
 
-    /* Only fdatasync mode needs to know the inodes; the fds are dup'ed so
-     * they stay valid whatever the FUSE side closes meanwhile. */
+    /* Only fdatasync mode needs to know the inodes. They are kept by
+     * handle: a batch of 512 records holds no fds (it used to hold a dup
+     * per item, up to three per record). */
     for (size_t i = 0; c->cfg.mode == COMMIT_FDATASYNC && i < n_items && !b->overflow; i++) {
         bool dup_found = false;
         for (size_t j = 0; j < b->n_items && !dup_found; j++)
-            dup_found = b->items[j].dev == items[i].dev && b->items[j].ino == items[i].ino &&
-                        b->items[j].full >= items[i].full;
+            dup_found = file_handle_equal(&b->items[j].fh, &items[i].fh) && b->items[j].full >= items[i].full;
         if (dup_found)
             continue;
-        int fd = fcntl(items[i].fd, F_DUPFD_CLOEXEC, 3);
-        if (fd < 0 || !grow((void **) &b->items, &b->cap_items, b->n_items + 1, sizeof(CommitItem))) {
-            /* Out of fds or memory: this batch falls back to syncfs rather
-             * than lose durability. */
-            safe_close(fd);
+        if (items[i].fh.len == 0 || !grow((void **) &b->items, &b->cap_items, b->n_items + 1, sizeof(CommitItem))) {
+            /* No handle, or out of memory: this batch falls back to
+             * syncfs rather than lose durability. */
             b->overflow = true;
             break;
         }
-        b->items[b->n_items] = items[i];
-        b->items[b->n_items++].fd = fd;
+        b->items[b->n_items++] = items[i];
     }
     if (shard >= 0 && c->cfg.pool->n_shards > 0) {
         if (!b->shards)
@@ -142,16 +135,10 @@ uint64_t committer_add(Committer *c, const CommitItem *items, size_t n_items,
         else
             b->overflow = true;
     }
-    if (punch) {
-        int fd = fcntl(punch->fd, F_DUPFD_CLOEXEC, 3);
-        /* A punch we cannot queue is just a missed saving: the stub keeps
-         * its data, which is always safe. */
-        if (fd >= 0 && grow((void **) &b->punches, &b->cap_punches, b->n_punches + 1, sizeof(CasPunch))) {
-            b->punches[b->n_punches] = *punch;
-            b->punches[b->n_punches++].fd = fd;
-        } else
-            safe_close(fd);
-    }
+    /* A punch we cannot queue is just a missed saving: the stub keeps
+     * its data, which is always safe. */
+    if (punch && grow((void **) &b->punches, &b->cap_punches, b->n_punches + 1, sizeof(CasPunch)))
+        b->punches[b->n_punches++] = *punch;
     uint64_t id = b->id;
     pthread_mutex_unlock(&c->lock);
     return id;
@@ -200,12 +187,14 @@ static int batch_flush(Committer *c, Batch *b) {
         return r;
     }
     for (size_t i = 0; i < b->n_items; i++) {
-        char proc[64];
-        /* The items are O_PATH fds; fsync needs a real open file. */
-        snprintf(proc, sizeof(proc), "/proc/self/fd/%d", b->items[i].fd);
-        _cleanup_close_ int fd = open(proc, O_RDONLY | O_CLOEXEC | O_NOCTTY | O_NONBLOCK);
+        _cleanup_close_ int fd = -EBADF;
+        while ((fd = file_handle_open(c->cfg.mounts, &b->items[i].fh, O_RDONLY | O_NOCTTY | O_NONBLOCK)) < 0 &&
+               fdcache_shed(c->cfg.fdc, -fd))
+            ;
+        if (fd == -ESTALE)
+            continue; /* deleted since: nothing left to make durable */
         if (fd < 0) {
-            fprintf(stderr, "layoutd-wsfs: reopen for fsync failed: %m\n");
+            fprintf(stderr, "layoutd-wsfs: reopen for fsync failed: %s\n", strerror(-fd));
             atomic_fetch_add(&c->cfg.stats->flush_errors, 1);
             r = -EIO;
             continue;

@@ -3,6 +3,7 @@
  * layoutd-wsfs: the reference workspace FUSE daemon (see README.md).
  *
  *   layoutd-wsfs [options] --state DIR --content DIR[,DIR...] MOUNTPOINT
+ *   layoutd-wsfs gc --content DIR[,DIR...] --state-root DIR... [options]
  *
  * It never daemonizes: a supervisor runs it, and its pid is the process
  * that serves the mount. SIGTERM/SIGINT unmount cleanly; SIGUSR1 prints
@@ -27,9 +28,12 @@ typedef struct Args {
     char **content;
     size_t n_content;
     CommitMode mode;
-    uint64_t batch_records, batch_ms, threads, cas_threshold;
+    uint64_t batch_records, batch_ms, threads, cas_threshold, fd_cache;
     char *fuse_opts; /* comma-joined -o values, may be NULL */
     bool debug;
+    const char *profile;
+    int writeback, splice, xattrs; /* -1: the profile's */
+    double timeout;                /* <0: the profile's */
 } Args;
 
 static atomic_bool stopping;
@@ -42,13 +46,23 @@ static void usage(FILE *f) {
             "  --commit=MODE            syncfs (default) | fdatasync | none\n"
             "  --batch-records=N        close a batch at N records (default 512)\n"
             "  --batch-ms=N             ... or N ms after its first record (default 50)\n"
-            "  --threads=N              1: single-threaded loop (default), >1: multi-threaded\n"
+            "  --threads=N|auto         FUSE worker threads (default auto: one per CPU, at least 2;\n"
+            "                           1: the single-threaded loop)\n"
+            "  --fd-cache=N             fds held for files at most: cached + open (default 1024)\n"
+            "  --profile=NAME           default | published (1 thread, no writeback cache, no splice,\n"
+            "                           1 s timeouts: the published engine, for benchmarks)\n"
+            "  --writeback-cache=on|off the kernel's writeback cache (default on)\n"
+            "  --splice=on|off          splice reads and writes (default off)\n"
+            "  --timeout=SEC            attribute and entry timeout (default 86400)\n"
+            "  --xattrs                 pass extended attributes through (default: EOPNOTSUPP)\n"
             "  --cas-threshold=BYTES    files this large move to the pool (default 64KiB, 0 = off)\n"
             "  --stats-file=PATH        counters as JSON, after batches and on SIGUSR1\n"
             "  --foreground, -f         accepted; it never daemonizes anyway\n"
             "  -o OPT[,OPT...]          FUSE mount options (default_permissions; allow_other as root)\n"
             "  -d                       FUSE debug output\n"
-            "environment: LAYOUTD_SHARDS=N  number of content shards (= number of content dirs)\n");
+            "environment: LAYOUTD_SHARDS=N  number of content shards (= number of content dirs)\n"
+            "\n"
+            "       layoutd-wsfs gc --help   the content pool's sweeper\n");
 }
 
 /* Parses a non-negative integer with an optional K/M/G (binary) suffix. */
@@ -103,8 +117,17 @@ static int split_dirs(Args *a, const char *list) {
 
 #define BAD(...) ({ fprintf(stderr, "layoutd-wsfs: " __VA_ARGS__); fputc('\n', stderr); EXIT_USAGE; })
 
+static int parse_bool(const char *s) {
+    if (streq(s, "on") || streq(s, "yes") || streq(s, "1") || streq(s, "true"))
+        return 1;
+    if (streq(s, "off") || streq(s, "no") || streq(s, "0") || streq(s, "false"))
+        return 0;
+    return -EINVAL;
+}
+
 static int parse_args(int argc, char **argv, Args *a) {
-    enum { O_STATE = 256, O_CONTENT, O_COMMIT, O_BREC, O_BMS, O_THREADS, O_CAS, O_STATS, O_FG, O_HELP };
+    enum { O_STATE = 256, O_CONTENT, O_COMMIT, O_BREC, O_BMS, O_THREADS, O_CAS, O_STATS, O_FG, O_HELP,
+           O_FDCACHE, O_PROFILE, O_WB, O_SPLICE, O_TIMEOUT, O_XATTRS };
     static const struct option opts[] = {
         { "state", required_argument, NULL, O_STATE },
         { "content", required_argument, NULL, O_CONTENT },
@@ -115,13 +138,20 @@ static int parse_args(int argc, char **argv, Args *a) {
         { "cas-threshold", required_argument, NULL, O_CAS },
         { "stats-file", required_argument, NULL, O_STATS },
         { "foreground", no_argument, NULL, O_FG },
+        { "fd-cache", required_argument, NULL, O_FDCACHE },
+        { "profile", required_argument, NULL, O_PROFILE },
+        { "writeback-cache", required_argument, NULL, O_WB },
+        { "splice", required_argument, NULL, O_SPLICE },
+        { "timeout", required_argument, NULL, O_TIMEOUT },
+        { "xattrs", no_argument, NULL, O_XATTRS },
         { "help", no_argument, NULL, O_HELP },
         {},
     };
     int c;
 
-    *a = (Args) { .mode = COMMIT_SYNCFS, .batch_records = 512, .batch_ms = 50, .threads = 1,
-                  .cas_threshold = 64 * KIB };
+    *a = (Args) { .mode = COMMIT_SYNCFS, .batch_records = 512, .batch_ms = 50, .threads = 0,
+                  .cas_threshold = 64 * KIB, .fd_cache = 1024, .profile = "default",
+                  .writeback = -1, .splice = -1, .xattrs = 0, .timeout = -1 };
     while ((c = getopt_long(argc, argv, "fdo:h", opts, NULL)) >= 0) {
         switch (c) {
         case O_STATE:
@@ -144,8 +174,38 @@ static int parse_args(int argc, char **argv, Args *a) {
                 return BAD("--batch-ms: '%s' is not a number of milliseconds (0..3600000)", optarg);
             break;
         case O_THREADS:
-            if (parse_u64(optarg, false, &a->threads) < 0 || a->threads < 1 || a->threads > 1024)
-                return BAD("--threads: '%s' is not a number in 1..1024", optarg);
+            if (streq(optarg, "auto"))
+                a->threads = 0;
+            else if (parse_u64(optarg, false, &a->threads) < 0 || a->threads < 1 || a->threads > 1024)
+                return BAD("--threads: '%s' is not a number in 1..1024 or auto", optarg);
+            break;
+        case O_FDCACHE:
+            if (parse_u64(optarg, false, &a->fd_cache) < 0 || a->fd_cache < 16 || a->fd_cache > 1000000)
+                return BAD("--fd-cache: '%s' is not a number in 16..1000000", optarg);
+            break;
+        case O_PROFILE:
+            if (!streq(optarg, "default") && !streq(optarg, "published"))
+                return BAD("--profile: '%s' is not one of default, published", optarg);
+            a->profile = optarg;
+            break;
+        case O_WB:
+            if ((a->writeback = parse_bool(optarg)) < 0)
+                return BAD("--writeback-cache: '%s' is not on or off", optarg);
+            break;
+        case O_SPLICE:
+            if ((a->splice = parse_bool(optarg)) < 0)
+                return BAD("--splice: '%s' is not on or off", optarg);
+            break;
+        case O_TIMEOUT: {
+            char *end;
+            errno = 0;
+            a->timeout = strtod(optarg, &end);
+            if (errno || end == optarg || *end || a->timeout < 0 || a->timeout > 1e7)
+                return BAD("--timeout: '%s' is not a number of seconds (0..10000000)", optarg);
+            break;
+        }
+        case O_XATTRS:
+            a->xattrs = 1;
             break;
         case O_CAS:
             if (parse_u64(optarg, true, &a->cas_threshold) < 0)
@@ -181,6 +241,20 @@ static int parse_args(int argc, char **argv, Args *a) {
         return BAD("%s", optind >= argc ? "MOUNTPOINT is required" : "exactly one MOUNTPOINT expected");
     a->mountpoint = argv[optind];
 
+    /* Profiles give the defaults; explicit options win. "published" is the
+     * engine as it was published: one thread, no writeback cache. */
+    bool published = streq(a->profile, "published");
+    if (a->threads == 0) {
+        long n = published ? 1 : sysconf(_SC_NPROCESSORS_ONLN);
+        a->threads = published ? 1 : (uint64_t) CLAMP(n, 2L, 16L);
+    }
+    if (a->writeback < 0)
+        a->writeback = !published;
+    if (a->splice < 0)
+        a->splice = 0;
+    if (a->timeout < 0)
+        a->timeout = published ? 1.0 : 86400.0;
+
     const char *e = getenv("LAYOUTD_SHARDS");
     uint64_t shards;
     if (!isempty(e) && (parse_u64(e, false, &shards) < 0 || shards != a->n_content))
@@ -188,18 +262,21 @@ static int parse_args(int argc, char **argv, Args *a) {
     return 0;
 }
 
-/* The state dir must take user xattrs: CAS stubs live on them. */
+/* The state dir must take user xattrs: CAS stubs live on them. Probed by
+ * reading one (ENODATA: supported), so that a full or read-only state
+ * volume can still be served (and emptied). */
 static int check_state_dir(const char *path, int *ret_path_fd, int *ret_sync_fd) {
+    char v;
     _cleanup_close_ int pfd = open(path, O_PATH | O_DIRECTORY | O_CLOEXEC);
     _cleanup_close_ int dfd = open(path, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
     if (pfd < 0 || dfd < 0)
         return BAD("--state %s: %m", path);
-    if (faccessat(dfd, ".", W_OK | X_OK, AT_EACCESS) < 0)
-        return BAD("--state %s: not writable: %m", path);
-    _cleanup_close_ int t = openat(dfd, ".", O_TMPFILE | O_RDWR | O_CLOEXEC, 0600);
-    if (t < 0)
-        return BAD("--state %s: cannot create a file (O_TMPFILE): %m", path);
-    if (fsetxattr(t, "user.wsfs.probe", "1", 1, 0) < 0)
+    if (faccessat(dfd, ".", W_OK | X_OK, AT_EACCESS) < 0) {
+        if (errno != EROFS)
+            return BAD("--state %s: not writable: %m", path);
+        fprintf(stderr, "layoutd-wsfs: --state %s is on a read-only filesystem: serving it anyway\n", path);
+    }
+    if (fgetxattr(dfd, "user.wsfs.probe", &v, sizeof(v)) < 0 && errno != ENODATA && errno != ERANGE)
         return BAD("--state %s: the filesystem does not take user xattrs (%m); CAS stubs need them", path);
     *ret_path_fd = TAKE_FD(pfd);
     *ret_sync_fd = TAKE_FD(dfd);
@@ -221,7 +298,7 @@ static void *sigusr1_thread(void *arg) {
         int sig;
         if (sigwait(&set, &sig) != 0 || atomic_load(&stopping))
             return NULL;
-        char buf[1024];
+        char buf[4096];
         stats_format(s->stats, s->mode, buf, sizeof(buf));
         fprintf(stderr, "layoutd-wsfs: stats %s\n", buf);
         committer_write_stats(s->committer);
@@ -238,6 +315,8 @@ int main(int argc, char **argv) {
     size_t bad;
     struct stat st;
 
+    if (argc > 1 && streq(argv[1], "gc"))
+        return gc_main(argc - 1, argv + 1);
     r = parse_args(argc, argv, &a);
     if (r != 0)
         return r;
@@ -254,11 +333,19 @@ int main(int argc, char **argv) {
 
     /* The kernel already applied the caller's umask. */
     umask(0);
-    /* fdatasync mode holds an fd per batch item; the hard limit is fine. */
+    /* As passthrough_hp and virtiofsd do: the soft limit up to the hard
+     * one. The fd cache is bounded anyway; the rest is for applications'
+     * open files. A bound above the limit is lowered to fit. */
     struct rlimit rl;
     if (getrlimit(RLIMIT_NOFILE, &rl) == 0 && rl.rlim_cur < rl.rlim_max) {
         rl.rlim_cur = rl.rlim_max;
         (void) setrlimit(RLIMIT_NOFILE, &rl);
+    }
+    if (getrlimit(RLIMIT_NOFILE, &rl) == 0 && rl.rlim_cur != RLIM_INFINITY && a.fd_cache + 64 > rl.rlim_cur) {
+        uint64_t fit = rl.rlim_cur > 128 ? rl.rlim_cur - 64 : 64;
+        fprintf(stderr, "layoutd-wsfs: --fd-cache=%" PRIu64 " does not fit RLIMIT_NOFILE %" PRIu64 ", using %" PRIu64 "\n",
+                a.fd_cache, (uint64_t) rl.rlim_cur, fit);
+        a.fd_cache = fit;
     }
 
     /* Our own threads block every signal, so SIGTERM/SIGINT reach a FUSE
@@ -271,15 +358,29 @@ int main(int argc, char **argv) {
     pthread_sigmask(SIG_BLOCK, &all, &old);
 
     FsConfig fcfg = { .root_fd = root_fd, .pool = &pool, .cas_threshold = a.cas_threshold, .mode = a.mode,
-                      .stats = &stats };
+                      .stats = &stats, .fd_cache = a.fd_cache, .threads = a.threads,
+                      .writeback = a.writeback, .splice = a.splice, .xattrs = a.xattrs, .timeout = a.timeout };
     r = fs_new(&fcfg, &fs);
+    if (r < 0) {
+        /* open_by_handle_at needs CAP_DAC_READ_SEARCH; no handles: EOPNOTSUPP */
+        fprintf(stderr, "layoutd-wsfs: --state %s: cannot use file handles there: %s\n", a.state, strerror(-r));
+        return EXIT_USAGE;
+    }
+    root_fd = -EBADF; /* the inode table has it */
+    int probe = file_handle_open(&fs->mounts, &fs->inodes.root.fh, O_PATH);
+    if (probe < 0) {
+        fprintf(stderr, "layoutd-wsfs: --state %s: open_by_handle_at: %s (needs CAP_DAC_READ_SEARCH)\n",
+                a.state, strerror(-probe));
+        fs_free(fs);
+        return EXIT_USAGE;
+    }
+    safe_close(probe);
     CommitterConfig ccfg = {
         .mode = a.mode, .batch_records = a.batch_records, .batch_usec = a.batch_ms * USEC_PER_MSEC,
-        .state_fd = sync_fd, .pool = &pool, .stats = &stats, .stats_path = a.stats_file,
-        .punch = fs_punch, .userdata = fs,
+        .state_fd = sync_fd, .pool = &pool, .mounts = &fs->mounts, .fdc = &fs->fdc, .stats = &stats,
+        .stats_path = a.stats_file, .punch = fs_punch, .userdata = fs,
     };
-    if (r >= 0)
-        r = committer_start(&ccfg, &committer);
+    r = committer_start(&ccfg, &committer);
     if (r < 0) {
         fprintf(stderr, "layoutd-wsfs: starting: %s\n", strerror(-r));
         return EXIT_FAILURE;
@@ -320,9 +421,11 @@ int main(int argc, char **argv) {
         goto handlers;
     }
     fprintf(stderr, "layoutd-wsfs: serving %s at %s (commit=%s batch=%" PRIu64 "/%" PRIu64 "ms threads=%" PRIu64
-            " shards=%zu cas-threshold=%" PRIu64 ")\n",
+            " shards=%zu cas-threshold=%" PRIu64 " profile=%s fd-cache=%" PRIu64 " writeback-cache=%s splice=%s"
+            " timeout=%g xattrs=%s)\n",
             a.state, a.mountpoint, commit_mode_to_string(a.mode), a.batch_records, a.batch_ms, a.threads,
-            pool.n_shards, a.cas_threshold);
+            pool.n_shards, a.cas_threshold, a.profile, a.fd_cache, a.writeback ? "on" : "off",
+            a.splice ? "on" : "off", a.timeout, a.xattrs ? "on" : "off");
 
     if (a.threads == 1)
         r = fuse_session_loop(se);
@@ -330,6 +433,7 @@ int main(int argc, char **argv) {
         struct fuse_loop_config *lc = fuse_loop_cfg_create();
         fuse_loop_cfg_set_max_threads(lc, a.threads);
         fuse_loop_cfg_set_idle_threads(lc, a.threads);
+        fuse_loop_cfg_set_clone_fd(lc, 0);
         r = fuse_session_loop_mt(se, lc);
         fuse_loop_cfg_destroy(lc);
     }

@@ -13,11 +13,14 @@ _wsfs_up() { # PID MNT: the daemon runs and serves MNT
 # $WORK/NAME unless the options say otherwise; sets WSFS_PID.
 # Uses $WORK/NAME/{state,mnt}, content $WSFS_CONTENT (default
 # $WORK/content), stats file $WORK/NAME/stats.json, log $WORK/NAME/log.
+# WSFS_WRAP: a command that execs the daemon (e.g. "prlimit --nofile=4096:4096 --").
 wsfs_start() {
     local name=$1; shift
     local d=$WORK/$name
+    local -a wrap=()
+    [ -z "${WSFS_WRAP:-}" ] || read -r -a wrap <<< "$WSFS_WRAP"
     mkdir -p "$d/state" "$d/mnt" "${WSFS_CONTENT:=$WORK/content}"
-    "$WSFS" --state "$d/state" --content "$WSFS_CONTENT" --stats-file "$d/stats.json" \
+    "${wrap[@]}" "$WSFS" --state "$d/state" --content "$WSFS_CONTENT" --stats-file "$d/stats.json" \
         "$@" "$d/mnt" 2>"$d/log" &
     WSFS_PID=$!
     track_pid "$WSFS_PID"
@@ -47,3 +50,8 @@ all_committed() {
     r=$(stat_get "$1" records); c=$(stat_get "$1" records_committed)
     [ -n "$r" ] && [ "$r" = "$c" ] && [ "$r" -ge "${2:-1}" ]
 }
+
+# fd_count PID: the fds the process holds now.
+fd_count() { ls "/proc/$1/fd" 2>/dev/null | wc -l; }
+
+FSPROBE="/usr/bin/python3 $LAYOUTD_TESTS/wsfs/fsprobe.py"

@@ -1,0 +1,574 @@
+#!/usr/bin/python3
+# SPDX-License-Identifier: LGPL-2.1-or-later
+"""The FUSE-hop benchmark driver (docs/benchmarks.md, "FUSE hop").
+
+What one FUSE hop costs, in one invocation, with paired ratios: the same
+workloads natively, through layoutd-wsfs (default), layoutd-wsfs
+--profile=published (the engine as published: one thread, no writeback
+cache) and libfuse's passthrough_ll (built from Debian's example source),
+each over the same loop-ext4 volume (direct-I/O loop, as layoutd carves):
+
+  small   flushscope-workload --mode buffered in N workspaces at once
+          (write, read, overwrite, rename, delete, walk; content-checked);
+          no durability asked (wsfs --commit=none), so the hop alone
+  fio     seq write, seq read, rand write, 70/30 randrw, fsync-heavy
+  stream  32 MiB in 1 KiB write(2)s, then fsync (fusehop-stream)
+
+Per run: wall time, CPU (workload + daemons, from getrusage and
+/proc/PID/stat), the daemon's FUSE request counts per opcode (wsfs's
+stats file; passthrough_ll has none), p50/p99 latencies. Arms run in a
+shuffled order per repeat; ratios are paired within a repeat (arm /
+baseline of the same repeat) and summarised as medians with bootstrap
+95 % CIs. Every run is kept (OUT/runs.jsonl); a failed run is recorded,
+never retried, and makes the exit status 1. Nothing asserts time.
+
+  fusehop.py run --work DIR --build BUILD --out OUT [--profile smoke|full]
+                 [--arms a,b,...] [--repeats N] [--ns 1,6] [--files F] [--kinds small,fio,stream]
+  fusehop.py report --out OUT
+
+Only the Debian python3 standard library is used (/usr/bin/python3).
+"""
+import argparse
+import json
+import os
+import random
+import shutil
+import signal
+import statistics
+import subprocess
+import sys
+import time
+
+# name -> (kind, daemon options)
+ARMS = {
+    "native": ("native", []),
+    "passthrough_ll": ("ptll", []),
+    "wsfs": ("wsfs", ["--commit=none"]),
+    "wsfs-published": ("wsfs", ["--commit=none", "--profile=published"]),
+    # Ablations for the design choices (not in the default set):
+    "wsfs-t1": ("wsfs", ["--commit=none", "--threads=1"]),
+    "wsfs-t4": ("wsfs", ["--commit=none", "--threads=4"]),
+    "wsfs-nowb": ("wsfs", ["--commit=none", "--writeback-cache=off"]),
+    "wsfs-splice": ("wsfs", ["--commit=none", "--splice=on"]),
+    "wsfs-t1s": ("wsfs", ["--commit=none", "--timeout=1"]),
+    "wsfs-nocas": ("wsfs", ["--commit=none", "--cas-threshold=0"]),
+    "wsfs-xattrs": ("wsfs", ["--commit=none", "--xattrs"]),
+    "ptll-wb": ("ptll", ["-o", "writeback"]),
+}
+DEFAULT_ARMS = ["native", "passthrough_ll", "wsfs", "wsfs-published"]
+PROFILES = {
+    # A few minutes on the 2-core CI machine: correctness, not numbers.
+    "smoke": dict(ns=[1, 6], repeats=1, files=150, fio_size="16M", fio_runtime=1, stream=8 << 20),
+    "full": dict(ns=[1, 6], repeats=5, files=1500, fio_size="256M", fio_runtime=5, stream=32 << 20),
+}
+FIO_JOBS = [
+    ("seqwrite", ["--rw=write", "--bs=1M", "--end_fsync=1"]),
+    ("seqread", ["--rw=read", "--bs=1M"]),
+    ("randwrite", ["--rw=randwrite", "--bs=4k"]),
+    ("randrw7030", ["--rw=randrw", "--rwmixread=70", "--bs=4k"]),
+    ("fsyncheavy", ["--rw=randwrite", "--bs=4k", "--fsync=1"]),
+]
+BOOTSTRAP = 5000
+SEED = 20261201
+
+
+def log(msg):
+    print(f"[fusehop] {msg}", file=sys.stderr, flush=True)
+
+
+class Stop(Exception):
+    pass
+
+
+def on_signal(signum, frame):
+    raise Stop(f"signal {signum}")
+
+
+def sh(cmd, check=True, **kw):
+    r = subprocess.run(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, **kw)
+    if check and r.returncode != 0:
+        raise RuntimeError(f"{' '.join(map(str, cmd))} failed ({r.returncode}): {r.stderr.strip()[-800:]}")
+    return r
+
+
+def loadavg():
+    with open("/proc/loadavg") as f:
+        return [float(x) for x in f.read().split()[:3]]
+
+
+def proc_cpu_s(pid):
+    try:
+        with open(f"/proc/{pid}/stat") as f:
+            v = f.read().rsplit(")", 1)[1].split()
+        return (int(v[11]) + int(v[12])) / os.sysconf("SC_CLK_TCK")
+    except (OSError, IndexError, ValueError):
+        return None
+
+
+def is_fuse_mount(path):
+    with open("/proc/self/mountinfo") as f:
+        for line in f:
+            parts = line.split()
+            sep = parts.index("-")
+            if parts[4] == path and parts[sep + 1].startswith("fuse"):
+                return True
+    return False
+
+
+def wait_for(cond, timeout, what):
+    end = time.monotonic() + timeout
+    while time.monotonic() < end:
+        if cond():
+            return
+        time.sleep(0.02)
+    raise RuntimeError(f"timed out waiting for {what}")
+
+
+def drop_caches():
+    os.sync()
+    with open("/proc/sys/vm/drop_caches", "w") as f:
+        f.write("3\n")
+
+
+# ---------------------------------------------------------------- the volume
+
+class Volume:
+    """One loop-ext4 volume (sparse file, direct-I/O loop, ext4), as layoutd
+    carves them; every arm runs on it."""
+
+    def __init__(self, work, size="12G"):
+        self.img = f"{work}/vol.img"
+        self.mnt = f"{work}/vol"
+        os.makedirs(self.mnt, exist_ok=True)
+        sh(["truncate", "-s", size, self.img])
+        self.loop = sh(["losetup", "--find", "--show", "--direct-io=on", self.img]).stdout.strip()
+        dio = sh(["cat", f"/sys/block/{os.path.basename(self.loop)}/loop/dio"], check=False).stdout.strip()
+        self.direct_io = dio == "1"
+        sh(["mkfs.ext4", "-q", "-E", "lazy_itable_init=0,lazy_journal_init=0", self.loop])
+        sh(["mount", self.loop, self.mnt])
+
+    def close(self):
+        sh(["umount", self.mnt], check=False)
+        sh(["losetup", "-d", self.loop], check=False)
+
+
+# ---------------------------------------------------------------- daemons
+
+class Daemon:
+    def __init__(self, c, kind, opts, state, mnt, content, stats):
+        self.kind, self.mnt, self.stats = kind, mnt, stats
+        if kind == "wsfs":
+            cmd = [c.wsfs, "--state", state, "--content", content, "--stats-file", stats] + opts + [mnt]
+        else:
+            cmd = [c.ptll, "-f", "-o", f"source={state}"] + opts + [mnt]
+        self.log = open(f"{mnt}.log", "w")
+        self.p = subprocess.Popen(cmd, stdout=self.log, stderr=self.log)
+        wait_for(lambda: self.p.poll() is not None or is_fuse_mount(mnt), 15, f"{kind} at {mnt}")
+        if self.p.poll() is not None:
+            raise RuntimeError(f"{kind} exited with {self.p.returncode} (see {mnt}.log)")
+        self.cpu0 = proc_cpu_s(self.p.pid)
+
+    def cpu(self):
+        v = proc_cpu_s(self.p.pid)
+        return v - self.cpu0 if v is not None and self.cpu0 is not None else None
+
+    def stop(self):
+        """Returns the wsfs counters (final stats file) or None."""
+        if self.p.poll() is None:
+            if self.kind == "wsfs":
+                self.p.send_signal(signal.SIGTERM)
+            else:
+                sh(["fusermount3", "-u", self.mnt], check=False)
+            try:
+                self.p.wait(30)
+            except subprocess.TimeoutExpired:
+                self.p.kill()
+                self.p.wait()
+        if is_fuse_mount(self.mnt):
+            sh(["umount", "-l", self.mnt], check=False)
+        self.log.close()
+        if self.kind == "wsfs":
+            try:
+                with open(self.stats) as f:
+                    return json.loads(f.read())
+            except (OSError, ValueError):
+                return None
+        return None
+
+
+class Setup:
+    """N workspaces of one arm: dirs on the volume, daemons when FUSE."""
+
+    def __init__(self, c, arm, n, tag):
+        self.kind, opts = ARMS[arm]
+        self.root = f"{c.vol.mnt}/{tag}"
+        self.daemons, self.dirs, self.cpu = [], [], {}
+        os.makedirs(f"{self.root}/content")
+        for k in range(n):
+            state, mnt = f"{self.root}/state{k}", f"{c.work}/mnt-{tag}-{k}"
+            os.makedirs(state)
+            if self.kind == "native":
+                self.dirs.append(state)
+                continue
+            os.makedirs(mnt)
+            self.daemons.append(Daemon(c, self.kind, opts, state, mnt, f"{self.root}/content",
+                                       f"{c.work}/stats-{tag}-{k}.json"))
+            self.dirs.append(mnt)
+
+    def daemon_cpu(self):
+        v = [d.cpu() for d in self.daemons]
+        return sum(x for x in v if x is not None) if self.daemons else 0.0
+
+    def close(self):
+        ops = {}
+        for d in self.daemons:
+            st = d.stop()
+            for k, v in ((st or {}).get("ops") or {}).items():
+                ops[k] = ops.get(k, 0) + v
+            shutil.rmtree(d.mnt, ignore_errors=True)
+        shutil.rmtree(self.root, ignore_errors=True)
+        return ops if any(d.kind == "wsfs" for d in self.daemons) else None
+
+
+# ---------------------------------------------------------------- workloads
+
+def run_small(c, arm, n, rep):
+    tag = f"small-{arm}-n{n}-r{rep}"
+    out = {"kind": "small", "arm": arm, "n": n, "rep": rep, "files": c.files, "ok": False}
+    s = None
+    try:
+        drop_caches()
+        s = Setup(c, arm, n, tag)
+        start = time.clock_gettime_ns(time.CLOCK_MONOTONIC) + 300_000_000
+        procs = [subprocess.Popen([c.workload, "--dir", d, "--files", str(c.files), "--seed", str(1000 + k),
+                                   "--mode", "buffered", "--start-at", str(start), "--id", f"ws{k}"],
+                                  stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+                 for k, d in enumerate(s.dirs)]
+        res = []
+        for p in procs:
+            # (each prints one JSON object; its "lat" keeps histograms we drop)
+            o, e = p.communicate(timeout=1800)
+            try:
+                res.append(json.loads(o))
+            except ValueError:
+                res.append({"ok": False, "error": (e or o).strip()[-300:]})
+            if p.returncode != 0:
+                res[-1]["ok"] = False
+        out["daemon_cpu_s"] = s.daemon_cpu()
+        out["workspaces"] = res
+        out["ok"] = all(r.get("ok") is True for r in res)
+        if not out["ok"]:
+            out["error"] = next((r.get("error") for r in res if r.get("error")), "a workload failed")
+        out["time_s"] = max(r.get("end_s", 0) for r in res)
+        out["workload_cpu_s"] = sum(r.get("cpu_user_s", 0) + r.get("cpu_sys_s", 0) for r in res)
+        out["cpu_s"] = out["workload_cpu_s"] + (out["daemon_cpu_s"] or 0)
+        for lat in ("write", "read", "stat"):
+            v = [r["lat"][lat] for r in res if isinstance(r.get("lat"), dict) and r["lat"].get(lat)]
+            if v:
+                out[f"lat_{lat}_p50_us"] = statistics.median(x["p50_us"] for x in v)
+                out[f"lat_{lat}_p99_us"] = max(x["p99_us"] for x in v)
+    except Stop:
+        raise
+    except Exception as e:
+        out["error"] = str(e)
+    finally:
+        if s:
+            out["ops"] = s.close()
+    return out
+
+
+def fio_one(c, d, name, args):
+    cmd = ["fio", "--output-format=json", f"--name={name}", f"--directory={d}", "--filename=fio.dat",
+           "--ioengine=psync", f"--size={c.fio_size}", f"--runtime={c.fio_runtime}", "--time_based=0",
+           "--numjobs=1", "--group_reporting"] + args
+    r = sh(cmd, check=False, timeout=c.fio_runtime * 30 + 300)
+    out = {"job": name, "ok": r.returncode == 0}
+    try:
+        j = json.loads(r.stdout[r.stdout.index("{"):])["jobs"][0]
+        for k in ("read", "write"):
+            s = j.get(k, {})
+            if not s.get("total_ios"):
+                continue
+            pct = s.get("clat_ns", {}).get("percentile", {})
+            out[k] = {"bw_MBps": s["bw_bytes"] / 1e6, "iops": s["iops"],
+                      "p50_us": pct.get("50.000000", 0) / 1e3, "p99_us": pct.get("99.000000", 0) / 1e3}
+        sy = j.get("sync", {}).get("lat_ns", {})
+        if sy.get("N"):
+            out["sync"] = {"n": sy["N"], "p50_us": sy.get("percentile", {}).get("50.000000", 0) / 1e3,
+                           "p99_us": sy.get("percentile", {}).get("99.000000", 0) / 1e3}
+        out["cpu_s"] = (j.get("usr_cpu", 0) + j.get("sys_cpu", 0)) / 100.0 * j.get("job_runtime", 0) / 1000.0
+        out["time_s"] = j.get("job_runtime", 0) / 1000.0
+        if j.get("error"):
+            out["ok"], out["error"] = False, f"fio job error {j['error']}"
+    except (ValueError, KeyError, IndexError):
+        out["ok"] = False
+    if not out["ok"]:
+        out.setdefault("error", (r.stderr.strip() or r.stdout.strip())[-300:])
+    return out
+
+
+def run_fio(c, arm, rep):
+    tag = f"fio-{arm}-r{rep}"
+    out = {"kind": "fio", "arm": arm, "n": 1, "rep": rep, "ok": False, "jobs": []}
+    s = None
+    try:
+        s = Setup(c, arm, 1, tag)
+        for name, args in FIO_JOBS:
+            drop_caches()
+            c0 = s.daemon_cpu()
+            j = fio_one(c, s.dirs[0], name, args)
+            j["daemon_cpu_s"] = s.daemon_cpu() - c0
+            out["jobs"].append(j)
+        out["ok"] = all(j["ok"] for j in out["jobs"])
+        if not out["ok"]:
+            out["error"] = next(j.get("error") for j in out["jobs"] if not j["ok"])
+    except Stop:
+        raise
+    except Exception as e:
+        out["error"] = str(e)
+    finally:
+        if s:
+            out["ops"] = s.close()
+    return out
+
+
+def run_stream(c, arm, rep):
+    tag = f"stream-{arm}-r{rep}"
+    out = {"kind": "stream", "arm": arm, "n": 1, "rep": rep, "ok": False, "size": c.stream}
+    s = None
+    try:
+        drop_caches()
+        s = Setup(c, arm, 1, tag)
+        r = sh([c.stream_bin, "--file", f"{s.dirs[0]}/artifact.bin", "--size", str(c.stream)], check=False,
+               timeout=1800)
+        try:
+            out.update(json.loads(r.stdout))
+        except ValueError:
+            out["error"] = (r.stderr or r.stdout).strip()[-300:]
+        out["ok"] = r.returncode == 0 and out.get("ok", False)
+        out["daemon_cpu_s"] = s.daemon_cpu()
+        out["time_s"] = out.get("total_s")
+        out["cpu_s"] = out.get("cpu_user_s", 0) + out.get("cpu_sys_s", 0) + (out["daemon_cpu_s"] or 0)
+    except Stop:
+        raise
+    except Exception as e:
+        out["error"] = str(e)
+    finally:
+        if s:
+            out["ops"] = s.close()
+    return out
+
+
+# ---------------------------------------------------------------- statistics
+
+def boot_ci(vals, seed=12345):
+    """Median with a bootstrap 95 % CI (percentile method)."""
+    vals = [v for v in vals if v is not None]
+    if not vals:
+        return None
+    rng = random.Random(seed)
+    meds = sorted(statistics.median(rng.choices(vals, k=len(vals))) for _ in range(BOOTSTRAP))
+    return {"median": statistics.median(vals), "lo": meds[int(0.025 * BOOTSTRAP)],
+            "hi": meds[int(0.975 * BOOTSTRAP) - 1], "n": len(vals)}
+
+
+def paired(runs, kind, n, arm, base, key):
+    """Per-repeat ratio arm/base of runs[key], for the repeats both have."""
+    by = {}
+    for r in runs:
+        if r["kind"] == kind and r["n"] == n and r["ok"] and r.get(key):
+            by[(r["arm"], r["rep"])] = r[key]
+    reps = sorted({rep for (a, rep) in by if a == arm} & {rep for (a, rep) in by if a == base})
+    return [by[(arm, rep)] / by[(base, rep)] for rep in reps]
+
+
+def fmt_ci(ci, d=2):
+    if not ci:
+        return "n/a"
+    if ci["n"] == 1:
+        return f"{ci['median']:.{d}f}"
+    return f"{ci['median']:.{d}f} [{ci['lo']:.{d}f}, {ci['hi']:.{d}f}]"
+
+
+def report(out):
+    with open(f"{out}/runs.jsonl") as f:
+        runs = [json.loads(line) for line in f if line.strip()]
+    with open(f"{out}/meta.json") as f:
+        meta = json.load(f)
+    arms = meta["arms"]
+    L = [f"# fusehop: {meta['profile']} profile", "",
+         f"{meta['machine']}; load average at start {meta['load_start']}, at end {meta.get('load_end')}; "
+         f"volume loop-ext4, direct I/O {'on' if meta.get('direct_io') else 'OFF'}; "
+         f"{meta['repeats']} repeat(s), arms shuffled per repeat; ratios paired per repeat, median "
+         "[bootstrap 95 % CI] when there is more than one repeat. CPU = workload + daemons.", ""]
+    failed = [r for r in runs if not r["ok"]]
+    L.append(f"Runs: {len(runs)}, failed: {len(failed)}" +
+             "".join(f"\n- FAILED {r['kind']} {r['arm']} n={r['n']} rep {r['rep']}: {r.get('error')}" for r in failed))
+    L.append("")
+    verdicts = []
+    for n in meta["ns"]:
+        L += [f"## Small-file workload, N={n} ({meta['files']} files per workspace)", "",
+              "| arm | time s | CPU s | time / ptll | CPU / ptll | time / native | write p50/p99 µs | read p50/p99 µs | stat p50/p99 µs |",
+              "|---|---|---|---|---|---|---|---|---|"]
+        for arm in arms:
+            rs = [r for r in runs if r["kind"] == "small" and r["n"] == n and r["arm"] == arm and r["ok"]]
+            if not rs:
+                L.append(f"| {arm} | failed | | | | | | | |")
+                continue
+            t = boot_ci([r["time_s"] for r in rs])
+            cpu = boot_ci([r["cpu_s"] for r in rs])
+            tp = boot_ci(paired(runs, "small", n, arm, "passthrough_ll", "time_s"))
+            cp = boot_ci(paired(runs, "small", n, arm, "passthrough_ll", "cpu_s"))
+            tn = boot_ci(paired(runs, "small", n, arm, "native", "time_s"))
+            lat = lambda k: "/".join(f"{statistics.median(r.get(k + s, 0) for r in rs):.0f}" for s in ("_p50_us", "_p99_us"))
+            L.append(f"| {arm} | {fmt_ci(t)} | {fmt_ci(cpu)} | {fmt_ci(tp)} | {fmt_ci(cp)} | {fmt_ci(tn)} | "
+                     f"{lat('lat_write')} | {lat('lat_read')} | {lat('lat_stat')} |")
+            if arm == "wsfs" and tp and cp:
+                met = tp["median"] <= 1.0 and cp["median"] <= 1.0
+                verdicts.append(f"- default wsfs <= 1.0x passthrough_ll at N={n}: time {tp['median']:.2f}x, "
+                                f"CPU {cp['median']:.2f}x: **{'met' if met else 'NOT met'}**")
+        ops = {}
+        for r in runs:
+            if r["kind"] == "small" and r["n"] == n and r.get("ops"):
+                ops.setdefault(r["arm"], []).append(r["ops"])
+        if ops:
+            L += ["", "FUSE requests per run (the daemons' own counters, median over repeats):", ""]
+            for arm, lst in ops.items():
+                keys = sorted({k for o in lst for k in o}, key=lambda k: -statistics.median(o.get(k, 0) for o in lst))
+                L.append(f"- {arm}: " + ", ".join(f"{k} {int(statistics.median(o.get(k, 0) for o in lst))}" for k in keys))
+        L.append("")
+    L += ["## fio (N=1)", "", "| job | arm | MB/s | IOPS | p50 µs | p99 µs | daemon CPU s | MB/s / native |", "|---|---|---|---|---|---|---|---|"]
+    fio = [r for r in runs if r["kind"] == "fio"]
+    for name, _ in (FIO_JOBS if fio else []):
+        for arm in arms:
+            js = [j for r in fio if r["arm"] == arm for j in r["jobs"] if j["job"] == name and j["ok"]]
+            nat = {r["rep"]: j for r in fio if r["arm"] == "native" for j in r["jobs"] if j["job"] == name and j["ok"]}
+            if not js:
+                L.append(f"| {name} | {arm} | failed | | | | | |")
+                continue
+            side = "write" if "write" in js[0] and name != "seqread" else "read"
+            bw = boot_ci([j[side]["bw_MBps"] for j in js if side in j])
+            iops = statistics.median(j[side]["iops"] for j in js if side in j)
+            p50 = statistics.median(j[side]["p50_us"] for j in js if side in j)
+            p99 = statistics.median(j[side]["p99_us"] for j in js if side in j)
+            dc = statistics.median(j.get("daemon_cpu_s") or 0 for j in js)
+            ratio = boot_ci([j[side]["bw_MBps"] / nat[r["rep"]][side]["bw_MBps"]
+                             for r in fio if r["arm"] == arm for j in r["jobs"]
+                             if j["job"] == name and j["ok"] and r["rep"] in nat and side in nat[r["rep"]]])
+            L.append(f"| {name} | {arm} | {fmt_ci(bw, 1)} | {iops:.0f} | {p50:.0f} | {p99:.0f} | {dc:.2f} | {fmt_ci(ratio)} |")
+    L += ["", f"## 1 KiB-write stream ({meta['stream'] >> 20} MiB, then fsync)", "",
+          "| arm | total s | write s | fsync s | CPU s | time / native | write p50/p99 µs | FUSE writes |", "|---|---|---|---|---|---|---|---|"]
+    for arm in arms if any(r["kind"] == "stream" for r in runs) else []:
+        rs = [r for r in runs if r["kind"] == "stream" and r["arm"] == arm and r["ok"]]
+        if not rs:
+            L.append(f"| {arm} | failed | | | | | | |")
+            continue
+        tn = boot_ci(paired(runs, "stream", 1, arm, "native", "time_s"))
+        w = statistics.median((r.get("ops") or {}).get("write", 0) for r in rs) if rs[0].get("ops") else None
+        L.append(f"| {arm} | {fmt_ci(boot_ci([r['time_s'] for r in rs]), 3)} | "
+                 f"{statistics.median(r['write_s'] for r in rs):.3f} | {statistics.median(r['fsync_s'] for r in rs):.3f} | "
+                 f"{fmt_ci(boot_ci([r['cpu_s'] for r in rs]))} | {fmt_ci(tn)} | "
+                 f"{statistics.median(r['write_p50_us'] for r in rs):.1f}/{statistics.median(r['write_p99_us'] for r in rs):.1f} | "
+                 f"{'n/a' if w is None else int(w)} |")
+        if arm == "wsfs" and tn:
+            verdicts.append(f"- 1 KiB stream <= 2x native: {tn['median']:.2f}x: **{'met' if tn['median'] <= 2.0 else 'NOT met'}**")
+    L += ["", "## Targets", ""] + (verdicts or ["- (no paired data)"])
+    text = "\n".join(L) + "\n"
+    with open(f"{out}/summary.md", "w") as f:
+        f.write(text)
+    return text
+
+
+def machine():
+    with open("/proc/cpuinfo") as f:
+        model = next((l.split(":", 1)[1].strip() for l in f if l.startswith("model name")), "?")
+    return f"{os.cpu_count()} CPUs ({model}), {os.uname().release}"
+
+
+def cmd_run(a):
+    p = dict(PROFILES[a.profile])
+    for k in ("repeats", "files"):
+        if getattr(a, k) is not None:
+            p[k] = getattr(a, k)
+    if a.ns:
+        p["ns"] = [int(x) for x in a.ns.split(",")]
+    arms = a.arms.split(",") if a.arms else list(DEFAULT_ARMS)
+    kinds = a.kinds.split(",") if a.kinds else ["small", "fio", "stream"]
+    for arm in arms:
+        if arm not in ARMS:
+            log(f"unknown arm {arm}")
+            return 2
+    c = argparse.Namespace(**p, work=a.work, out=a.out,
+                           wsfs=f"{a.build}/examples/wsfs/layoutd-wsfs",
+                           ptll=f"{a.build}/tests/bench/fusehop/fusehop-passthrough_ll",
+                           workload=f"{a.build}/tests/bench/flushscope/flushscope-workload",
+                           stream_bin=f"{a.build}/tests/bench/fusehop/fusehop-stream")
+    if any(ARMS[x][0] == "ptll" for x in arms) and not os.access(c.ptll, os.X_OK):
+        log(f"passthrough_ll not built ({c.ptll}): Debian's libfuse3-dev example source missing? dropping its arms")
+        arms = [x for x in arms if ARMS[x][0] != "ptll"]
+    os.makedirs(a.out, exist_ok=True)
+    signal.signal(signal.SIGTERM, on_signal)
+    meta = {"profile": a.profile, "arms": arms, "kinds": kinds, "ns": p["ns"], "repeats": p["repeats"], "files": p["files"],
+            "stream": p["stream"], "fio_size": p["fio_size"], "machine": machine(), "load_start": loadavg(),
+            "started": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())}
+    log(f"profile {a.profile}: arms {arms}, N {p['ns']}, {p['repeats']} repeat(s), {p['files']} files; "
+        f"load {meta['load_start']}")
+    ok = True
+    c.vol = None
+    runs_path = f"{a.out}/runs.jsonl"
+    open(runs_path, "w").close()
+    try:
+        c.vol = Volume(a.work)
+        meta["direct_io"] = c.vol.direct_io
+        for rep in range(p["repeats"]):
+            plan = [("small", arm, n) for n in p["ns"] for arm in arms] + \
+                   [("fio", arm, 1) for arm in arms] + [("stream", arm, 1) for arm in arms]
+            plan = [x for x in plan if x[0] in kinds]
+            random.Random(SEED + rep).shuffle(plan)
+            for kind, arm, n in plan:
+                t0 = time.monotonic()
+                r = run_small(c, arm, n, rep) if kind == "small" else run_fio(c, arm, rep) if kind == "fio" \
+                    else run_stream(c, arm, rep)
+                r["load"] = loadavg()
+                with open(runs_path, "a") as f:
+                    f.write(json.dumps(r) + "\n")
+                ok &= r["ok"]
+                log(f"rep {rep} {kind} {arm} n={n}: {'ok' if r['ok'] else 'FAILED: ' + str(r.get('error'))} "
+                    f"({time.monotonic() - t0:.1f}s" + (f", time {r['time_s']:.3f}s" if r.get("time_s") else "") + ")")
+    except Stop as e:
+        log(f"stopped: {e}")
+        ok = False
+    finally:
+        if c.vol:
+            c.vol.close()
+        meta["load_end"] = loadavg()
+        with open(f"{a.out}/meta.json", "w") as f:
+            json.dump(meta, f)
+    print(report(a.out))
+    return 0 if ok else 1
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    sub = ap.add_subparsers(dest="cmd", required=True)
+    r = sub.add_parser("run")
+    r.add_argument("--work", required=True)
+    r.add_argument("--build", required=True)
+    r.add_argument("--out", required=True)
+    r.add_argument("--profile", choices=sorted(PROFILES), default="smoke")
+    r.add_argument("--arms")
+    r.add_argument("--repeats", type=int)
+    r.add_argument("--files", type=int)
+    r.add_argument("--ns")
+    r.add_argument("--kinds")
+    rp = sub.add_parser("report")
+    rp.add_argument("--out", required=True)
+    a = ap.parse_args()
+    if a.cmd == "report":
+        print(report(a.out))
+        return 0
+    return cmd_run(a)
+
+
+if __name__ == "__main__":
+    sys.exit(main())
