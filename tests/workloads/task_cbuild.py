@@ -21,7 +21,7 @@ from wlcommon import TaskError, cached
 NAME = "c-build"
 TARGET = 1.3
 PROFILES = {
-    "small": dict(units=20, helpers=8, table=48, seed=3),
+    "small": dict(units=40, helpers=8, table=48, seed=3),
     "full": dict(units=100, helpers=8, table=48, seed=3),
 }
 M64 = (1 << 64) - 1

@@ -23,7 +23,7 @@ from wlcommon import TaskError, cached, rm_rf, text_blob
 NAME = "git"
 TARGET = 1.3
 PROFILES = {
-    "small": dict(files=300, commits=30, dirs=20, seed=2),
+    "small": dict(files=1500, commits=100, dirs=60, seed=2),
     "full": dict(files=5000, commits=300, dirs=250, seed=2),
 }
 EPOCH = 1_700_000_000

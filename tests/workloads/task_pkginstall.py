@@ -25,7 +25,7 @@ PROFILES = {
     # A few hundred KiB to a few MiB per kind: every code path (bundles over
     # the CAS threshold, a multi-MiB file, scoped names, bins, second
     # versions) in a few seconds.
-    "small": dict(packages=60, files=1500, bundles=40, big=2, big_mib=(1, 3), tops=10, seed=1),
+    "small": dict(packages=250, files=8000, bundles=200, big=6, big_mib=(1, 4), tops=12, seed=1),
     # About 1,400 packages, 60,000 files, 1 GB: a real app's node_modules.
     "full": dict(packages=1400, files=55000, bundles=2400, big=60, big_mib=(1, 24), tops=40, seed=1),
 }

@@ -21,7 +21,7 @@ from wlcommon import TaskError, cached, sha256_hex, text_blob, tool
 NAME = "publish"
 TARGET = 1.5
 PROFILES = {
-    "small": dict(tar_files=256, tar_file_size=4096, gen_files=32, artifact_mib=4, seed=4),
+    "small": dict(tar_files=1024, tar_file_size=4096, gen_files=128, artifact_mib=8, seed=4),
     "full": dict(tar_files=1024, tar_file_size=4096, gen_files=128, artifact_mib=32, seed=4),
 }
 

@@ -137,7 +137,12 @@ class Phases:
     to the task's time; untimed ones (verification, cleanup) are recorded
     but not counted."""
 
-    def __init__(self, env=None):
+    def __init__(self, env=None, timeout=None):
+        # A hung mount must not hang the suite: every command gets the
+        # time left of the task's budget (LAYOUTD_WORKLOADS_TASK_TIMEOUT).
+        if timeout is None:
+            timeout = float(os.environ.get("LAYOUTD_WORKLOADS_TASK_TIMEOUT", "1800"))
+        self.deadline = time.monotonic() + timeout
         self.timed = {}
         self.untimed = {}
         self.env = dict(os.environ, **(env or {}))
@@ -158,8 +163,12 @@ class Phases:
         phase and the command's stderr when it fails and check is set."""
         def go():
             return subprocess.run(cmd, cwd=cwd, env=dict(self.env, **(env or {})), input=input,
-                                  stdout=subprocess.PIPE, stderr=subprocess.PIPE)
-        r = self.step(name, go, timed)
+                                  stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                                  timeout=max(1.0, self.deadline - time.monotonic()))
+        try:
+            r = self.step(name, go, timed)
+        except subprocess.TimeoutExpired:
+            raise TaskError(f"{name}: {' '.join(map(str, cmd))} killed: the task's time budget ran out")
         if check and r.returncode != 0:
             err = (r.stderr or b"").decode(errors="replace").strip()[-1500:]
             out = (r.stdout or b"").decode(errors="replace").strip()[-500:]

@@ -51,7 +51,7 @@ import tasks  # noqa: E402
 
 PROFILES = {
     # CI: correctness only, a few minutes on the 2-core machine.
-    "small": dict(n=2, repeats=1, state_size="2GiB", content_size="2GiB", per_volume=3, shards=1),
+    "small": dict(n=6, repeats=3, state_size="2GiB", content_size="2GiB", per_volume=3, shards=1),
     # The benchmark: N=8, three repeats. State volumes hold three
     # workspaces' installs at once (3 x ~1 GB + metadata for 180,000
     # inodes); sparse backing files cost only what is written.
@@ -173,6 +173,7 @@ class Stack:
         self.gen = 0
         self.ids = []
         self.workspaces = {}
+        self.tainted = False  # a run failed in these workspaces
 
     def command(self):
         if self.c.command:
@@ -307,6 +308,7 @@ api:
                              (api(self.sock, "GET", "/v1/workspaces", timeout=30)[1] or {}).get("workspaces", [])),
              120, "the workspaces to be removed")
         self.ids, self.workspaces = [], {}
+        self.tainted = False
 
     def stop(self):
         if self.proc and self.proc.poll() is None:
@@ -356,6 +358,8 @@ def run_arm(c, stack, rep, task, arm, inp, order):
                 rec["error"] = (rec.get("error") or "") + \
                     f" [daemon {d.get('state')}, {d.get('restarts')} restarts, last exit {d.get('last_exit')}]"
     batch["ok"] = sum(1 for r in recs if r["ok"])
+    if arm == "workspace" and batch["ok"] < len(recs):
+        stack.tainted = True
     for i, rec in enumerate(recs):
         rec.update({"rep": rep, "arm": arm, "dir_index": i, "n": len(dirs)})
         c.runs.write(json.dumps(rec) + "\n")
@@ -518,8 +522,9 @@ def cmd_run(a):
             for k, task in enumerate(names):
                 arms = ARMS if (rep + k) % 2 == 0 else ARMS[::-1]
                 for order, arm in enumerate(arms):
-                    if arm == "workspace" and not healthy(stack):
-                        log("a workspace daemon is not running as it was: making the workspaces anew")
+                    if arm == "workspace" and (stack.tainted or not healthy(stack)):
+                        log("a run failed in the workspaces or a daemon is not running as it was: "
+                            "making the workspaces anew")
                         stack.remove_workspaces()
                         stack.make_workspaces()
                     if not run_arm(c, stack, rep, task, arm, inputs[task], order):
