@@ -3,7 +3,8 @@
 """The real-workloads suite's driver (tests/workloads/README.md).
 
   workloads.py run --work DIR --build BUILD --out OUT [--profile small|full] [--n N] [--repeats R]
-                   [--tasks a,b] [--daemon PATH] [--daemon-arg ARG]... [--per-volume B] [--shards S]
+                   [--tasks a,b] [--set TASK.KEY=VALUE]... [--daemon PATH] [--daemon-arg ARG]...
+                   [--per-volume B] [--shards S] [--state-size SIZE] [--content-size SIZE]
   workloads.py report --out OUT        (re-derive the summary from OUT/runs.jsonl)
 
 Starts the real agent on a loop-ext4 layout below DIR, makes N workspaces
@@ -44,6 +45,7 @@ import socket
 import statistics
 import subprocess
 import sys
+import threading
 import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
@@ -138,6 +140,25 @@ def proc_cpu_s(pid):
         return (int(v[11]) + int(v[12])) / os.sysconf("SC_CLK_TCK")
     except (OSError, IndexError, ValueError, TypeError):
         return None
+
+
+def fd_count(pid):
+    """Open fds of a process (a daemon that keeps one per inode grows this)."""
+    try:
+        return len(os.listdir(f"/proc/{pid}/fd"))
+    except (OSError, TypeError):
+        return None
+
+
+def nofile_limit(pid):
+    try:
+        with open(f"/proc/{pid}/limits") as f:
+            for line in f:
+                if line.startswith("Max open files"):
+                    return [int(x) if x.isdigit() else x for x in line.split()[3:5]]
+    except OSError:
+        pass
+    return None
 
 
 def cpu_times():
@@ -340,10 +361,26 @@ def run_arm(c, stack, rep, task, arm, inp, order):
     batch = {"rep": rep, "task": task, "arm": arm, "n": len(dirs), "order": order,
              "loadavg_before": loadavg(), "wall_start": time.time()}
     drop_caches()
+    # The daemons' fd counts, sampled once a second during the batch: the
+    # peak is the evidence for (or against) fds bounded by the file count.
+    peak, done = {}, threading.Event()
+
+    def sample():
+        while not done.wait(1.0):
+            for i, p in pids.items():
+                k = fd_count(p)
+                if k is not None and k > peak.get(i, -1):
+                    peak[i] = k
+    sampler = threading.Thread(target=sample, daemon=True) if arm == "workspace" else None
+    if sampler:
+        sampler.start()
     cpu0 = cpu_times()
     t0 = time.monotonic()
     recs = tasks.run_batch(task, inp, dirs, tag=f"r{rep}")
     batch["makespan_seconds"] = round(time.monotonic() - t0, 3)
+    done.set()
+    if sampler:
+        sampler.join()
     batch["cpu"] = cpu_delta(cpu0, cpu_times())
     batch["loadavg_after"] = loadavg()
     if arm == "workspace":
@@ -357,6 +394,9 @@ def run_arm(c, stack, rep, task, arm, inp, order):
             rec["daemon_restarts"] = d.get("restarts")
             c1, c0 = proc_cpu_s(pids[i]), cpu_d0.get(i)
             rec["daemon_cpu_seconds"] = round(c1 - c0, 3) if c1 is not None and c0 is not None else None
+            rec["daemon_fds_peak"] = peak.get(i)
+            rec["daemon_fds_after"] = fd_count(pids[i])
+            rec["daemon_nofile_limit"] = nofile_limit(pids[i])
             batch["daemon_cpu_seconds"][i] = rec["daemon_cpu_seconds"]
             if d.get("state") != "running" or d.get("restarts") or d.get("pid") != pids[i]:
                 rec["ok"] = False
@@ -484,6 +524,16 @@ def cmd_run(a):
         if t not in tasks.TASKS:
             log(f"unknown task {t} (have {', '.join(ORDER)})")
             return 2
+    c.overrides = {}
+    for kv in a.set:
+        try:
+            tk, v = kv.split("=", 1)
+            t, k = tk.split(".", 1)
+            c.overrides.setdefault(t, {})[k] = v
+            tasks.params_for(t, c.profile, c.overrides[t])
+        except (ValueError, KeyError) as e:
+            log(f"--set {kv}: {e} (the form is TASK.KEY=VALUE)")
+            return 2
     os.makedirs(c.out, exist_ok=True)
     for f in ("runs.jsonl", "batches.jsonl"):
         if os.path.exists(os.path.join(c.out, f)):
@@ -496,7 +546,7 @@ def cmd_run(a):
     inputs = {}
     for t in names:
         t0 = time.monotonic()
-        inputs[t] = tasks.prepare(t, tasks.params_for(t, c.profile))
+        inputs[t] = tasks.prepare(t, tasks.params_for(t, c.profile, c.overrides.get(t)))
         log(f"inputs of {t} ready in {time.monotonic() - t0:.1f}s")
     if "pkg-install" in names:
         setup, reason = tasks.task_pkginstall.pnpm_setup()
@@ -510,7 +560,7 @@ def cmd_run(a):
             "started": time.strftime("%Y-%m-%d %H:%M:%S %z"), "loadavg_before": loadavg(),
             "kernel": platform.release(), "cpus": os.cpu_count(), "command": stack.command(),
             "fstype": c.fstype, "git": git_rev(), "work": c.work,
-            "params": {t: tasks.params_for(t, c.profile) for t in names},
+            "params": {t: tasks.params_for(t, c.profile, c.overrides.get(t)) for t in names},
             "inputs": {t: inputs[t].get("meta") for t in names if t == "pkg-install"},
             "host_fs": subprocess.run(["findmnt", "-n", "-o", "SOURCE,FSTYPE,OPTIONS", "-T", c.work],
                                       stdout=subprocess.PIPE).stdout.decode().strip()}
@@ -594,6 +644,8 @@ def main():
     r.add_argument("--content-size", dest="content_size")
     r.add_argument("--daemon", help="the workspace daemon binary")
     r.add_argument("--daemon-arg", action="append", default=[], help="an extra daemon argument (repeatable)")
+    r.add_argument("--set", action="append", default=[], metavar="TASK.KEY=VALUE",
+                   help="change one parameter of a task's profile (e.g. pkg-install.files=20000)")
     s = sub.add_parser("report")
     s.add_argument("--out", required=True)
     a = ap.parse_args()
