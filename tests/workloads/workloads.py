@@ -465,6 +465,16 @@ def summarize(out):
         else:
             t["met"] = t["ratio"] is not None and t["ratio"] <= t["target"]
         res["tasks"][task] = t
+    pn = {arm: [r["info"]["pnpm"]["seconds"] for r in runs if r["task"] == "pkg-install" and r["arm"] == arm
+                and r["ok"] and "seconds" in ((r.get("info") or {}).get("pnpm") or {})] for arm in ARMS}
+    if pn["workspace"] or pn["host"]:
+        w, h = median(pn["workspace"]), median(pn["host"])
+        res["real_pnpm"] = {"workspace_median_s": w, "host_median_s": h, "runs": {a: len(v) for a, v in pn.items()},
+                            "ratio": round(w / h, 2) if w and h else None}
+    skipped = sorted(set(((r.get("info") or {}).get("pnpm") or {}).get("skipped") for r in runs
+                         if r["task"] == "pkg-install") - {None})
+    if skipped:
+        res["real_pnpm_skipped"] = skipped
     if "pkg-install" in res["tasks"]:
         p = res["tasks"]["pkg-install"]["workspace"]
         res["pkg_install_correct_in_all_workspaces"] = p["runs"] > 0 and p["ok"] == p["runs"]
@@ -485,6 +495,13 @@ def summarize(out):
     if "pkg_install_correct_in_all_workspaces" in res:
         L += ["", f"Package install correct in all {n} workspaces (every repeat): "
               f"{'yes' if res['pkg_install_correct_in_all_workspaces'] else '**no**'}"]
+    if "real_pnpm" in res:
+        rp = res["real_pnpm"]
+        L += ["", f"Real `pnpm install --offline` (+ rm -rf), not counted above: workspaces "
+              f"{rp['workspace_median_s']} s, host dirs {rp['host_median_s']} s, ratio {rp['ratio']} "
+              f"(runs ok: {rp['runs']['workspace']} / {rp['runs']['host']})"]
+    for why in res.get("real_pnpm_skipped", []):
+        L += ["", f"Real `pnpm install --offline`: skipped: {why}"]
     for task, t in res["tasks"].items():
         for arm in ARMS:
             for e in t[arm]["errors"]:
