@@ -495,6 +495,11 @@ def summarize(out):
     if "pkg_install_correct_in_all_workspaces" in res:
         L += ["", f"Package install correct in all {n} workspaces (every repeat): "
               f"{'yes' if res['pkg_install_correct_in_all_workspaces'] else '**no**'}"]
+    for ev in meta.get("daemon_deaths_between_batches", []):
+        L += ["", f"**A daemon died or restarted between batches** (rep {ev['rep']}, before {ev['before']}): "
+              f"{json.dumps(ev['daemons'])[:600]}"]
+    if meta.get("setup_error"):
+        L += ["", f"**Setup failed**: {meta['setup_error']}"]
     if "real_pnpm" in res:
         rp = res["real_pnpm"]
         L += ["", f"Real `pnpm install --offline` (+ rm -rf), not counted above: workspaces "
@@ -598,8 +603,13 @@ def cmd_run(a):
                 arms = ARMS if (rep + k) % 2 == 0 else ARMS[::-1]
                 for order, arm in enumerate(arms):
                     if arm == "workspace" and (stack.tainted or not healthy(stack)):
-                        log("a run failed in the workspaces or a daemon is not running as it was: "
-                            "making the workspaces anew")
+                        if not stack.tainted:
+                            # Died between batches: no run saw it, but it is a failure of the stack.
+                            ev = {"rep": rep, "before": task, "daemons": stack.daemons()}
+                            meta.setdefault("daemon_deaths_between_batches", []).append(ev)
+                            log(f"a workspace daemon died or restarted between batches: {ev['daemons']}")
+                            failed = True
+                        log("making the workspaces anew")
                         stack.remove_workspaces()
                         stack.make_workspaces()
                     if not run_arm(c, stack, rep, task, arm, inputs[task], order):
