@@ -18,7 +18,7 @@ import os
 import random
 import subprocess
 
-from wlcommon import TaskError, cached, rm_rf, text_blob
+from wlcommon import TaskError, cached, text_blob
 
 NAME = "git"
 TARGET = 1.3
@@ -72,7 +72,7 @@ def generate(p, out):
         return mark
 
     tag_at = max(1, p["commits"] * 2 // 3)
-    tag_mark = None
+    tag_mark = tag_files = prev = None
     for c in range(p["commits"]):
         changes = []
         if c == 0:

@@ -18,7 +18,7 @@ import random
 import shutil
 import subprocess
 
-from wlcommon import Phases, TaskError, cached, rm_rf, sha256_hex, text_blob, tool
+from wlcommon import TaskError, cached, rm_rf, sha256_hex, text_blob, tool
 
 NAME = "pkg-install"
 TARGET = 1.3

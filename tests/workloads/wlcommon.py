@@ -49,6 +49,8 @@ def _prune(root):
         try:
             if os.path.isdir(p) and os.path.exists(used) and os.stat(used).st_mtime < limit:
                 shutil.rmtree(p, ignore_errors=True)
+                if os.path.exists(p + ".lock"):
+                    os.unlink(p + ".lock")
             elif ".tmp." in name and os.stat(p).st_mtime < limit:
                 shutil.rmtree(p, ignore_errors=True)
         except OSError:
