@@ -450,6 +450,18 @@ def summarize(out):
             t[arm] = {"runs": len(rs), "ok": len(ok), "median_s": median(ok),
                       "min_s": round(min(ok), 3) if ok else None, "max_s": round(max(ok), 3) if ok else None,
                       "errors": sorted(set((r.get("error") or "")[:300] for r in rs if not r["ok"]))[:5]}
+        cpu = [r["daemon_cpu_seconds"] for r in runs if r["task"] == task and r["arm"] == "workspace" and r["ok"]
+               and r.get("daemon_cpu_seconds") is not None]
+        t["workspace"]["daemon_cpu_median_s"] = median(cpu)
+        fds = [r["daemon_fds_peak"] for r in runs if r["task"] == task and r.get("daemon_fds_peak") is not None]
+        t["workspace"]["daemon_fds_peak_max"] = max(fds) if fds else None
+        # Per step, over the runs that verified: where the ratio comes from.
+        steps = {}
+        for r in runs:
+            if r["task"] == task and r["ok"]:
+                for k, v in (r.get("phases") or {}).items():
+                    steps.setdefault(k, {}).setdefault(r["arm"], []).append(v)
+        t["steps"] = {k: {arm: median(v.get(arm, [])) for arm in ARMS} for k, v in steps.items()}
         w, h = t["workspace"], t["host"]
         complete = w["runs"] > 0 and h["runs"] > 0 and w["ok"] == w["runs"] and h["ok"] == h["runs"]
         t["ratio"] = round(w["median_s"] / h["median_s"], 2) if w["median_s"] and h["median_s"] else None
@@ -495,6 +507,17 @@ def summarize(out):
     if "pkg_install_correct_in_all_workspaces" in res:
         L += ["", f"Package install correct in all {n} workspaces (every repeat): "
               f"{'yes' if res['pkg_install_correct_in_all_workspaces'] else '**no**'}"]
+    L += ["", "Per step (median seconds over the runs that verified; the step's own ratio), "
+          "the daemons' CPU and their peak fd count:", ""]
+    for task, t in res["tasks"].items():
+        parts = []
+        for k, v in t["steps"].items():
+            w, h = v["workspace"], v["host"]
+            if (w or 0) + (h or 0) >= 0.05:
+                parts.append(f"{k} {w}/{h}" + (f" ({w / h:.1f}x)" if w and h else ""))
+        w = t["workspace"]
+        L.append(f"- {task}: {', '.join(parts) or 'no verified run'}; daemon CPU {w['daemon_cpu_median_s']} s "
+                 f"per workspace; daemon fds peak {w['daemon_fds_peak_max']}")
     for ev in meta.get("daemon_deaths_between_batches", []):
         L += ["", f"**A daemon died or restarted between batches** (rep {ev['rep']}, before {ev['before']}): "
               f"{json.dumps(ev['daemons'])[:600]}"]
@@ -507,12 +530,15 @@ def summarize(out):
               f"(runs ok: {rp['runs']['workspace']} / {rp['runs']['host']})"]
     for why in res.get("real_pnpm_skipped", []):
         L += ["", f"Real `pnpm install --offline`: skipped: {why}"]
+    notes = []
     for task, t in res["tasks"].items():
         for arm in ARMS:
             for e in t[arm]["errors"]:
-                L.append(f"- {task}, {arm}: {e}")
+                notes.append(f"- {task}, {arm}: {e}")
         if t.get("why") and t["met"] is not True:
-            L.append(f"- {task}: {t['why']}")
+            notes.append(f"- {task}: {t['why']}")
+    if notes:
+        L += ["", "Failures (up to five distinct messages per task and arm) and unmet or unjudged targets:", ""] + notes
     L += ["", "Raw data: runs.jsonl (one line per directory and run, with each step's time), "
           "batches.jsonl (one per batch: makespan, CPU, daemon CPU), agent.log."]
     with open(os.path.join(out, "summary.md"), "w") as f:
