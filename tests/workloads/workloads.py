@@ -449,7 +449,7 @@ def summarize(out):
             ok = [r["seconds"] for r in rs if r["ok"]]
             t[arm] = {"runs": len(rs), "ok": len(ok), "median_s": median(ok),
                       "min_s": round(min(ok), 3) if ok else None, "max_s": round(max(ok), 3) if ok else None,
-                      "errors": sorted(set((r.get("error") or "")[:300] for r in rs if not r["ok"]))[:5]}
+                      "errors": sorted(set((r.get("error") or "").replace("\n", " | ")[:300] for r in rs if not r["ok"]))[:5]}
         cpu = [r["daemon_cpu_seconds"] for r in runs if r["task"] == task and r["arm"] == "workspace" and r["ok"]
                and r.get("daemon_cpu_seconds") is not None]
         t["workspace"]["daemon_cpu_median_s"] = median(cpu)
