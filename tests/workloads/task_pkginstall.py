@@ -208,7 +208,8 @@ def run(inp, d, ph):
     st = _json_out(r, "install")
     ph.info["install"] = {k: st.get(k) for k in ("files", "bytes", "symlinks", "bins", "ficlone",
                                                  "copy_file_range_bytes", "read_write_bytes",
-                                                 "copy_file_range_refused_with", "seconds")}
+                                                 "copy_file_range_refusals", "copy_file_range_refused_with",
+                                                 "seconds")}
     if r.returncode != 0 or not st.get("ok"):
         raise TaskError(f"install: {st.get('problems')} problem(s): {'; '.join(st.get('first_problems', [])[:5])}")
     fc = st.get("ficlone") or {}

@@ -82,6 +82,9 @@ def _run_one(mod, inp, d, tag, barrier, keep, rec):
         ok, msg = rm_rf(work)
         rec["untimed"]["cleanup"] = round(time.monotonic() - t1, 3)
         if not ok:
+            # Kept apart: after a failed task, whether the mount can still
+            # delete what it made is evidence of its own.
+            rec["cleanup_error"] = msg
             rec["ok"] = False
             rec["error"] = rec["error"] or f"cleanup: {msg}"
 

@@ -28,9 +28,10 @@
  * clone is refused: --ficlone=first (the default) tries FICLONE on the
  * first file and copies from then on when it is refused cleanly (EXDEV,
  * EOPNOTSUPP, EINVAL, ENOTTY, ENOSYS, EPERM); any other errno is a failure.
- * The data goes by copy_file_range; on EXDEV, EOPNOTSUPP, ENOSYS or EINVAL
- * (what a FUSE mount fed from another filesystem answers) by read/write
- * in 64 KiB pieces (the size of the pipe libuv's sendfile fallback
+ * The data goes by copy_file_range, tried for every file as libuv does
+ * (only ENOSYS is remembered); on EXDEV, EOPNOTSUPP, ENOSYS or EINVAL
+ * (EXDEV is what a FUSE mount fed from another filesystem answers) by
+ * read/write in 64 KiB pieces (the size of the pipe libuv's sendfile fallback
  * splices through, so the FUSE WRITE pattern matches). Then the
  * dependency graph as relative symlinks (.pnpm/<pkg>/node_modules/<dep>,
  * node_modules/<direct dep>), chmod 0755 of every bin and a shell shim for
@@ -118,6 +119,8 @@ typedef struct {
     atomic_int clone_state; /* 0 untried, 1 works, -1 refused */
     atomic_uint_fast64_t files, bytes, dirs, symlinks, bins, cfr_bytes, rw_bytes, ficlone_tries, ficlone_ok;
     atomic_int ficlone_errno, cfr_errno;
+    atomic_bool cfr_nosys;
+    atomic_uint_fast64_t cfr_refusals;
 
     pthread_mutex_t mu;
     char *problems[MAX_PROBLEMS];
@@ -404,8 +407,11 @@ static int copy_one(Run *r, const char *src, const char *dst) {
             atomic_store(&r->clone_state, -1);
     }
 
+    /* As libuv: copy_file_range for every file, except after ENOSYS (the
+     * only answer it remembers); any other refusal falls back for this
+     * file only. */
     off_t left = st.st_size;
-    bool use_cfr = atomic_load(&r->cfr_errno) == 0;
+    bool use_cfr = !atomic_load(&r->cfr_nosys);
     while (left > 0 && use_cfr) {
         ssize_t n = copy_file_range(in, NULL, out, NULL, left, 0);
         if (n < 0) {
@@ -414,7 +420,9 @@ static int copy_one(Run *r, const char *src, const char *dst) {
                 goto done;
             }
             atomic_store(&r->cfr_errno, errno);
-            use_cfr = false;
+            atomic_fetch_add(&r->cfr_refusals, 1);
+            if (errno == ENOSYS)
+                atomic_store(&r->cfr_nosys, true);
             break;
         }
         if (n == 0)
@@ -683,8 +691,8 @@ static int do_install(Run *r) {
            atomic_load(&r->ficlone_ok));
     fe ? print_json_str(errname(fe)) : (void) printf("null");
     printf("},\"copy_file_range_bytes\":%" PRIuFAST64 ",\"read_write_bytes\":%" PRIuFAST64
-           ",\"copy_file_range_refused_with\":",
-           atomic_load(&r->cfr_bytes), atomic_load(&r->rw_bytes));
+           ",\"copy_file_range_refusals\":%" PRIuFAST64 ",\"copy_file_range_refused_with\":",
+           atomic_load(&r->cfr_bytes), atomic_load(&r->rw_bytes), atomic_load(&r->cfr_refusals));
     ce ? print_json_str(errname(ce)) : (void) printf("null");
     printf(",\"seconds\":{\"import\":%.3f,\"link\":%.3f,\"bins\":%.3f},\"jobs\":%u,", t1 - t0, t2 - t1, t3 - t2,
            r->jobs);
