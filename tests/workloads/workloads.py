@@ -284,8 +284,10 @@ api:
         self.gen += 1
         self.ids = [f"ws-{i}" if self.gen == 1 else f"ws-{i}-g{self.gen}" for i in range(self.c.n)]
         for wid in self.ids:
-            st, v = api(self.sock, "POST", "/v1/workspaces", {"id": wid})
-            if st != 201:
+            # 201: created and running; 202: the create (an operation) outlasted
+            # the agent's wait; either way the poll below waits for it.
+            st, v = api(self.sock, "POST", "/v1/workspaces", {"id": wid}, timeout=120)
+            if st not in (201, 202):
                 raise SetupError(f"POST /v1/workspaces {wid}: {st} {v}")
 
         def running():
