@@ -732,6 +732,15 @@ static void entries_add(Entries *e, char *path, char type, mode_t mode, const Lo
     e->v[e->n++] = (Entry){ .path = path, .type = type, .mode = mode, .file = f, .text = text };
 }
 
+static void entries_free(Entries *e) {
+    for (size_t i = 0; i < e->n; i++) {
+        free(e->v[i].path);
+        free(e->v[i].text);
+    }
+    e->v = mfree(e->v);
+    e->n = e->cap = 0;
+}
+
 static char *fmt(const char *f, ...) _printf_(1, 2);
 static char *fmt(const char *f, ...) {
     va_list ap;
@@ -981,7 +990,26 @@ static int do_verify(Run *r) {
            now_s() - t0);
     print_problems(r);
     printf("}\n");
+    entries_free(&exp);
+    entries_free(&walk_result);
     return r->n_problems ? 1 : 0;
+}
+
+static void lock_free(Lock *l) {
+    for (size_t i = 0; i < l->n_pkgs; i++)
+        free(l->pkgs[i].key);
+    free(l->pkgs);
+    free(l->files);
+    free(l->deps);
+    free(l->bins);
+    free(l->tops);
+    free(l->text);
+}
+
+static void run_free(Run *r) {
+    lock_free(&r->lock);
+    for (unsigned i = 0; i < MIN(r->n_problems, (unsigned) MAX_PROBLEMS); i++)
+        free(r->problems[i]);
 }
 
 /* ------------------------------------------------------------------ main */
@@ -1030,8 +1058,11 @@ int main(int argc, char **argv) {
         return 2;
     }
     if (streq(cmd, "install"))
-        return do_install(&r);
-    if (streq(cmd, "verify"))
-        return do_verify(&r);
-    return usage();
+        k = do_install(&r);
+    else if (streq(cmd, "verify"))
+        k = do_verify(&r);
+    else
+        k = usage();
+    run_free(&r);
+    return k;
 }
