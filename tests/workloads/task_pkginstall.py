@@ -1,0 +1,287 @@
+# SPDX-License-Identifier: LGPL-2.1-or-later
+"""Task: a package install, as pnpm does it in copy mode.
+
+Input (cached on the host filesystem): a generated, deterministic package
+store shaped like pnpm's (content-addressed files, "-exec" for
+executables) with the size mix of a node_modules tree, and a lock file
+for it. In the directory: wl-pnpm install (copy of every file into
+pkg_tmp_<pid>_<n>/, rename, dependency symlinks, chmod +x of bins, shims),
+wl-pnpm verify (every entry, mode, symlink target and sha256), rm -rf.
+Timed: install and rm -rf. Then, when pnpm and a warmed store exist on
+the machine, a real `pnpm install --offline` and rm -rf (see
+real_pnpm()), timed on its own: info.pnpm.seconds.
+"""
+import json
+import math
+import os
+import random
+import shutil
+import subprocess
+
+from wlcommon import TaskError, cached, rm_rf, sha256_hex, text_blob, tool
+
+NAME = "pkg-install"
+TARGET = 1.3
+PROFILES = {
+    # A few hundred KiB to a few MiB per kind: every code path (bundles over
+    # the CAS threshold, a multi-MiB file, scoped names, bins, second
+    # versions) in a few seconds.
+    "small": dict(packages=250, files=8000, bundles=200, big=6, big_mib=(1, 4), tops=12, seed=1),
+    # About 1,400 packages, 60,000 files, 1 GB: a real app's node_modules.
+    "full": dict(packages=1400, files=55000, bundles=2400, big=60, big_mib=(1, 24), tops=40, seed=1),
+}
+
+# File kinds of the small files: (extension, share, median bytes), from the
+# make-up of real node_modules trees (many .js, .d.ts and .map files).
+KINDS = [(".js", 0.44, 1500), (".d.ts", 0.22, 800), (".js.map", 0.14, 3000), (".mjs", 0.05, 1500),
+         (".cjs", 0.05, 1500), (".json", 0.05, 400), (".md", 0.05, 2000)]
+SUBDIRS = ["lib", "dist", "types", "src", "esm", "cjs", "lib/internal", "dist/esm", "dist/cjs",
+           "lib/utils", "src/core", "build/lib", "lib/internal/streams", "dist/types/core"]
+LICENSES = [("MIT License\n\nPermission is hereby granted, free of charge, to any person obtaining a copy "
+             "of this software and associated documentation files (the \"Software\"), to deal in the Software "
+             "without restriction...\n" * 3).encode(),
+            ("ISC License\n\nPermission to use, copy, modify, and/or distribute this software for any purpose "
+             "with or without fee is hereby granted...\n" * 4).encode(),
+            ("Apache License\nVersion 2.0, January 2004\n\nTERMS AND CONDITIONS FOR USE, REPRODUCTION, AND "
+             "DISTRIBUTION\n" * 40).encode(),
+            ("BSD 3-Clause License\n\nRedistribution and use in source and binary forms, with or without "
+             "modification, are permitted provided that the following conditions are met...\n" * 3).encode()]
+
+
+def _names(rng, n):
+    syll = ["lo", "da", "sh", "re", "act", "vue", "ex", "press", "web", "pack", "ba", "bel", "ts", "lint",
+            "es", "build", "ro", "llup", "ch", "alk", "de", "bug", "ms", "glob", "mini", "match", "yar", "gs"]
+    out, seen = [], set()
+    while len(out) < n:
+        base = "".join(rng.choice(syll) for _ in range(rng.randint(2, 4)))
+        if rng.random() < 0.1:
+            base += "-" + rng.choice(["core", "utils", "types", "plugin", "cli", "runtime", "parser"])
+        name = f"@{rng.choice(['types', 'babel', 'swc', 'vitest', 'aws-sdk', 'octokit'])}/{base}" \
+            if rng.random() < 0.2 else base
+        if name not in seen:
+            seen.add(name)
+            out.append(name)
+    return out
+
+
+def generate(p, out):
+    """Writes the store (out/files/..) and the lock (out/lock.tsv)."""
+    rng = random.Random(p["seed"])
+    n = p["packages"]
+    nsecond = n // 10  # second versions of existing packages
+    names = _names(rng, n - nsecond)
+    pkgs = [{"name": nm, "version": f"{rng.randint(0, 9)}.{rng.randint(0, 30)}.{rng.randint(0, 20)}"}
+            for nm in names]
+    for i in range(nsecond):
+        src = pkgs[rng.randrange(len(names))]
+        pkgs.append({"name": src["name"], "version": f"1{rng.randint(0, 9)}.0.{i}", "second_of": src})
+    rng.shuffle(pkgs)
+
+    # Files per package: heavy-tailed (most packages small, a few huge).
+    w = [rng.paretovariate(1.1) for _ in pkgs]
+    small_total = p["files"] - p["bundles"] - p["big"] - 3 * n
+    counts = [max(0, int(small_total * x / sum(w))) for x in w]
+    for i in range(small_total - sum(counts)):
+        counts[i % n] += 1
+
+    store = os.path.join(out, "files")
+    stored = set()
+    total_bytes = 0
+
+    def put(content, mode):
+        nonlocal total_bytes
+        h = sha256_hex(content)
+        total_bytes += len(content)
+        key = h + ("-exec" if mode & 0o111 else "")
+        if key not in stored:
+            stored.add(key)
+            d = os.path.join(store, h[:2])
+            os.makedirs(d, exist_ok=True)
+            with open(os.path.join(d, key), "wb") as f:
+                f.write(content)
+            os.chmod(os.path.join(d, key), mode)
+        return h
+
+    bundle_owner = [rng.randrange(n) for _ in range(p["bundles"])]
+    big_owner = [rng.randrange(n) for _ in range(p["big"])]
+    lo, hi = p["big_mib"]
+    # First versions before second ones, so that a second can share files.
+    for i in sorted(range(n), key=lambda k: "second_of" in pkgs[k]):
+        pk = pkgs[i]
+        files = {}  # rel -> (content, mode)
+        nm, ver = pk["name"], pk["version"]
+        short = nm.split("/")[-1]
+        files["README.md"] = (text_blob(rng, int(rng.lognormvariate(math.log(3000), 1.0)) + 200,
+                                        f"# {nm}\n\n"), 0o644)
+        files["LICENSE"] = (rng.choice(LICENSES) if rng.random() < 0.7 else
+                            LICENSES[0] + f"Copyright (c) {rng.randint(2010, 2024)} {short} authors\n".encode(),
+                            0o644)
+        for k in range(counts[i]):
+            ext = rng.choices([x[0] for x in KINDS], [x[1] for x in KINDS])[0]
+            med = dict((x[0], x[2]) for x in KINDS)[ext]
+            size = min(60_000, int(rng.lognormvariate(math.log(med), 1.1)) + 40)
+            sub = rng.choice(SUBDIRS[: 3 + min(len(SUBDIRS) - 3, counts[i] // 20)])
+            rel = f"{sub}/{short}-{k:04d}{ext}"
+            files[rel] = (text_blob(rng, size, f"// {nm}@{ver} {rel}\n"), 0o644)
+        for b, owner in enumerate(bundle_owner):
+            if owner == i:
+                size = int(math.exp(rng.uniform(math.log(10 << 10), math.log(500 << 10))))
+                rel = f"dist/{short}.bundle-{b}.{rng.choice(['js', 'min.js', 'umd.js', 'esm.js'])}"
+                files[rel] = (text_blob(rng, size, f"/*! {nm}@{ver} bundle */\n"), 0o644)
+        for b, owner in enumerate(big_owner):
+            if owner == i:
+                size = int(math.exp(rng.uniform(math.log(lo << 20), math.log(hi << 20))))
+                if b % 3 == 0:  # a native module: incompressible
+                    files[f"prebuilds/linux-x64/{short}-{b}.node"] = (rng.randbytes(size), 0o644)
+                else:
+                    files[f"lib/{short}-{b}.js"] = (text_blob(rng, size, f"/* {nm}@{ver} */\n"), 0o644)
+        bins = []
+        if rng.random() < 0.06:
+            bins.append((short, "bin/cli.js"))
+            files["bin/cli.js"] = (b"#!/usr/bin/env node\n" + text_blob(rng, 2000, f"// {nm} cli\n"), 0o755)
+        # A second version shares most files with the first, as real ones do.
+        first = pk.get("second_of")
+        if first and "files" in first:
+            for rel, (c, m) in first["files"].items():
+                if rng.random() < 0.8:
+                    files[rel] = (c, m)
+        files["package.json"] = (json.dumps(dict(name=nm, version=ver, license="MIT", main="lib/index.js",
+                                                 bin={b[0]: b[1] for b in bins} or None), indent=2).encode(),
+                                 0o644)
+        pk["files"] = files
+        pk["bins"] = bins
+
+    # Dependencies: a handful each, unique names, never the package itself.
+    for i, pk in enumerate(pkgs):
+        deps, seen = [], {pk["name"]}
+        for _ in range(min(n - 1, int(rng.expovariate(1 / 3.0)))):
+            j = rng.randrange(n)
+            if pkgs[j]["name"] not in seen:
+                seen.add(pkgs[j]["name"])
+                deps.append(j)
+        pk["deps"] = deps
+    tops, seen = [], set()
+    while len(tops) < min(p["tops"], len(names)):
+        j = rng.randrange(n)
+        if pkgs[j]["name"] not in seen:
+            seen.add(pkgs[j]["name"])
+            tops.append(j)
+
+    nfiles = 0
+    with open(os.path.join(out, "lock.tsv"), "w") as lock:
+        lock.write("# wl-pkgstore lock v1\n")
+        for i, pk in enumerate(pkgs):
+            lock.write(f"P\t{i}\t{pk['name']}\t{pk['version']}\n")
+            for rel in sorted(pk["files"]):
+                c, m = pk["files"][rel]
+                lock.write(f"F\t{put(c, m)}\t{m:o}\t{len(c)}\t{rel}\n")
+                nfiles += 1
+            for d in pk["deps"]:
+                lock.write(f"D\t{d}\n")
+            for b in pk["bins"]:
+                lock.write(f"B\t{b[0]}\t{b[1]}\n")
+        for t in tops:
+            lock.write(f"T\t{t}\n")
+    with open(os.path.join(out, "store.json"), "w") as f:
+        json.dump({"packages": n, "files": nfiles, "bytes": total_bytes, "store_objects": len(stored)}, f)
+
+
+def prepare(params):
+    d = cached("pkgstore", params, __file__, lambda out: generate(params, out))
+    with open(os.path.join(d, "store.json")) as f:
+        meta = json.load(f)
+    return {"store": d, "lock": os.path.join(d, "lock.tsv"), "meta": meta,
+            "jobs": int(os.environ.get("LAYOUTD_WORKLOADS_PNPM_JOBS", "4"))}
+
+
+def _json_out(r, what):
+    try:
+        return json.loads(r.stdout.decode().strip().splitlines()[-1])
+    except (ValueError, IndexError):
+        raise TaskError(f"{what}: no JSON (exit {r.returncode}): {r.stderr.decode(errors='replace')[-800:]}")
+
+
+def run(inp, d, ph):
+    wl = tool("wl-pnpm")
+    args = ["--store", inp["store"], "--lock", inp["lock"], "--dir", d, "--jobs", str(inp["jobs"])]
+    r = ph.sh("install", [wl, "install"] + args, check=False)
+    st = _json_out(r, "install")
+    ph.info["install"] = {k: st.get(k) for k in ("files", "bytes", "symlinks", "bins", "ficlone",
+                                                 "copy_file_range_bytes", "read_write_bytes",
+                                                 "copy_file_range_refusals", "copy_file_range_refused_with",
+                                                 "seconds")}
+    if r.returncode != 0 or not st.get("ok"):
+        raise TaskError(f"install: {st.get('problems')} problem(s): {'; '.join(st.get('first_problems', [])[:5])}")
+    fc = st.get("ficlone") or {}
+    if fc.get("tries", 0) < 1:
+        raise TaskError("install: FICLONE was never tried")
+    r = ph.sh("verify", [wl, "verify"] + args, timed=False, check=False)
+    v = _json_out(r, "verify")
+    ph.info["verify"] = {k: v.get(k) for k in ("entries", "files", "symlinks", "bytes_hashed", "missing", "extra")}
+    if r.returncode != 0 or not v.get("ok"):
+        raise TaskError(f"verify: {v.get('problems')} problem(s) (missing {v.get('missing')}, extra "
+                        f"{v.get('extra')}): {'; '.join(v.get('first_problems', [])[:5])}")
+    if v.get("bytes_hashed", 0) < inp["meta"]["bytes"]:
+        raise TaskError(f"verify hashed {v.get('bytes_hashed')} bytes, the store has {inp['meta']['bytes']}")
+    ok, msg = ph.step("rm_rf", lambda: rm_rf(os.path.join(d, "node_modules")))
+    if not ok:
+        raise TaskError(msg)
+    left = os.listdir(d)
+    if left:
+        raise TaskError(f"left behind after rm -rf: {left[:5]}")
+    real_pnpm(d, ph)
+
+
+# ------------------------------------------------------------------ real pnpm
+
+def pnpm_setup():
+    """(pnpm, store, project) when a real offline install can run here, or
+    (None, reason). The project is a dir with package.json and
+    pnpm-lock.yaml whose packages are all in the warmed store."""
+    pnpm = os.environ.get("LAYOUTD_WORKLOADS_PNPM") or shutil.which("pnpm")
+    if not pnpm:
+        return None, "pnpm is not installed (not on PATH, LAYOUTD_WORKLOADS_PNPM unset); not fetched by the test"
+    proj = os.environ.get("LAYOUTD_WORKLOADS_PNPM_PROJECT")
+    if not proj or not os.path.exists(os.path.join(proj, "pnpm-lock.yaml")):
+        return None, ("LAYOUTD_WORKLOADS_PNPM_PROJECT is not a project with a pnpm-lock.yaml "
+                      "(one whose packages are in a warmed store)")
+    store = os.environ.get("LAYOUTD_WORKLOADS_PNPM_STORE")
+    if not store:
+        r = subprocess.run([pnpm, "store", "path"], cwd=proj, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+        store = r.stdout.decode().strip() if r.returncode == 0 else ""
+    if not store or not os.path.isdir(store):
+        return None, f"no warmed pnpm store (LAYOUTD_WORKLOADS_PNPM_STORE unset, `pnpm store path` gave {store!r})"
+    return (pnpm, store, proj), None
+
+
+def real_pnpm(d, ph):
+    setup, reason = pnpm_setup()
+    if not setup:
+        ph.info["pnpm"] = {"skipped": reason}
+        return
+    pnpm, store, proj = setup
+    dst = os.path.join(d, "pnpm-project")
+    # Untimed for the task's own number (which must mean the same whether
+    # or not pnpm is here); its time is reported on its own (info.pnpm).
+    ph.step("pnpm_copy_project", lambda: shutil.copytree(proj, dst, symlinks=True,
+                                                         ignore=shutil.ignore_patterns("node_modules")),
+            timed=False)
+    ph.sh("pnpm_install", [pnpm, "install", "--offline", "--frozen-lockfile", "--package-import-method=copy",
+                           "--store-dir", store, "--reporter=append-only"], cwd=dst, timed=False)
+    with open(os.path.join(dst, "package.json")) as f:
+        pj = json.load(f)
+    deps = list((pj.get("dependencies") or {}).keys()) + list((pj.get("devDependencies") or {}).keys())
+    for dep in deps:
+        m = os.path.join(dst, "node_modules", dep, "package.json")
+        try:
+            with open(m) as f:
+                got = json.load(f).get("name")
+        except (OSError, ValueError) as e:
+            raise TaskError(f"pnpm install: {dep}: {e}")
+        if got != dep:
+            raise TaskError(f"pnpm install: node_modules/{dep}/package.json names {got!r}")
+    ok, msg = ph.step("pnpm_rm_rf", lambda: rm_rf(dst), timed=False)
+    if not ok:
+        raise TaskError(msg)
+    ph.info["pnpm"] = {"direct_deps_checked": len(deps), "project": proj,
+                       "seconds": round(ph.untimed["pnpm_install"] + ph.untimed["pnpm_rm_rf"], 3)}
