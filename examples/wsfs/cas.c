@@ -72,6 +72,12 @@ int cas_pool_open(CasPool *p, char **dirs, size_t n, size_t *ret_bad) {
     return 0;
 }
 
+void cas_pool_none(CasPool *p) {
+    *p = (CasPool) { .lock_fd = -EBADF };
+    pthread_mutex_init(&p->lock_mutex, NULL);
+    p->no_pool = true;
+}
+
 void cas_pool_close(CasPool *p) {
     for (size_t i = 0; i < p->n_shards; i++) {
         safe_close(p->objects_fds[i]);
@@ -83,7 +89,7 @@ void cas_pool_close(CasPool *p) {
     p->objects_fds = p->dir_fds = NULL;
     p->devs = NULL;
     p->lock_fd = safe_close(p->lock_fd);
-    if (p->n_shards > 0 || p->dirs)
+    if (p->n_shards > 0 || p->dirs || p->no_pool)
         pthread_mutex_destroy(&p->lock_mutex);
     p->n_shards = 0;
     p->dirs = NULL;
@@ -107,7 +113,7 @@ void cas_lock_shared(CasPool *p) {
     /* flock() locks belong to the open file description, not the thread:
      * one shared lock for the process, counted. Blocks (every publisher
      * of this process with it) while the sweeper holds it exclusively. */
-    if (p->lock_users++ == 0)
+    if (p->lock_users++ == 0 && p->lock_fd >= 0)
         while (flock(p->lock_fd, LOCK_SH) < 0 && errno == EINTR)
             ;
     pthread_mutex_unlock(&p->lock_mutex);
@@ -115,7 +121,7 @@ void cas_lock_shared(CasPool *p) {
 
 void cas_unlock_shared(CasPool *p) {
     pthread_mutex_lock(&p->lock_mutex);
-    if (--p->lock_users == 0)
+    if (--p->lock_users == 0 && p->lock_fd >= 0)
         (void) flock(p->lock_fd, LOCK_UN);
     pthread_mutex_unlock(&p->lock_mutex);
 }
@@ -202,6 +208,8 @@ static int freshen(int dir, const char *hex) {
 int cas_publish(CasPool *p, FdCache *fdc, int src_fd, char ret_hex[WSFS_HEX_LEN + 1],
                 int *ret_obj_fd, int *ret_dir_fd, size_t *ret_shard) {
     static atomic_uint counter;
+    if (p->n_shards == 0)
+        return -EOPNOTSUPP;
     char hex[WSFS_HEX_LEN + 1], sub[3], tmp[80], tmp2[80];
     _cleanup_close_ int dir = -EBADF;
     int r, existed = 0;
@@ -278,6 +286,8 @@ fail:
 
 int cas_open_object(CasPool *p, FdCache *fdc, const char *hex, bool *ret_restored) {
     char path[WSFS_HEX_LEN + 8], trash[WSFS_HEX_LEN + 8];
+    if (p->n_shards == 0)
+        return -EIO; /* a stub, and the daemon runs without a pool */
     size_t shard = cas_shard_of(hex, p->n_shards);
     snprintf(path, sizeof(path), "%.2s/%s", hex, hex);
     *ret_restored = false;

@@ -2,7 +2,7 @@
 /*
  * layoutd-wsfs: the reference workspace FUSE daemon (see README.md).
  *
- *   layoutd-wsfs [options] --state DIR --content DIR[,DIR...] MOUNTPOINT
+ *   layoutd-wsfs [options] --state DIR [--content DIR[,DIR...]] MOUNTPOINT
  *   layoutd-wsfs gc --content DIR[,DIR...] --state-root DIR... [options]
  *
  * It never daemonizes: a supervisor runs it, and its pid is the process
@@ -40,9 +40,9 @@ static atomic_bool stopping;
 
 static void usage(FILE *f) {
     fprintf(f,
-            "usage: layoutd-wsfs [options] --state DIR --content DIR[,DIR...] MOUNTPOINT\n"
+            "usage: layoutd-wsfs [options] --state DIR [--content DIR[,DIR...]] MOUNTPOINT\n"
             "  --state DIR              the workspace's state directory (served as the root)\n"
-            "  --content DIR[,DIR...]   content pool dirs, in shard order\n"
+            "  --content DIR[,DIR...]   content pool dirs, in shard order (none: no pool, files stay whole)\n"
             "  --commit=MODE            syncfs (default) | fdatasync | none\n"
             "  --batch-records=N        close a batch at N records (default 512)\n"
             "  --batch-ms=N             ... or N ms after its first record (default 50)\n"
@@ -235,8 +235,10 @@ static int parse_args(int argc, char **argv, Args *a) {
     }
     if (!a->state)
         return BAD("--state DIR is required");
+    /* No --content: a layout without a content pool. Files stay whole in
+     * the state dir (no CAS); a stub left from a pool reads as EIO. */
     if (a->n_content == 0)
-        return BAD("--content DIR[,DIR...] is required");
+        a->cas_threshold = 0;
     if (optind != argc - 1)
         return BAD("%s", optind >= argc ? "MOUNTPOINT is required" : "exactly one MOUNTPOINT expected");
     a->mountpoint = argv[optind];
@@ -323,8 +325,9 @@ int main(int argc, char **argv) {
     r = check_state_dir(a.state, &root_fd, &sync_fd);
     if (r != 0)
         return r;
-    r = cas_pool_open(&pool, a.content, a.n_content, &bad);
-    if (r < 0)
+    if (a.n_content == 0)
+        cas_pool_none(&pool);
+    else if ((r = cas_pool_open(&pool, a.content, a.n_content, &bad)) < 0)
         return BAD("--content %s: unusable as a content dir: %s", a.content[bad], strerror(-r));
     if (stat(a.mountpoint, &st) < 0)
         return BAD("MOUNTPOINT %s: %m", a.mountpoint);

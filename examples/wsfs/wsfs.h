@@ -243,11 +243,14 @@ typedef struct CasPool {
     int lock_fd;        /* <dir[0]>/gc.lock: flock()ed shared by publishers */
     pthread_mutex_t lock_mutex;
     unsigned lock_users; /* threads holding the shared lock (lock_mutex) */
+    bool no_pool;       /* cas_pool_none(): the daemon runs without a pool */
 } CasPool;
 
 /* Opens (and creates <dir>/objects in) each content dir, in shard order.
  * Returns: <0 on error (*ret_bad = index of the failing dir), 0 on success. */
 int cas_pool_open(CasPool *p, char **dirs, size_t n, size_t *ret_bad);
+/* No pool (no --content): nothing is published, a stub reads as EIO. */
+void cas_pool_none(CasPool *p);
 void cas_pool_close(CasPool *p);
 /* The shard of a digest: first 4 hex digits as a 16-bit number, mod n. */
 size_t cas_shard_of(const char *hex, size_t n_shards);
