@@ -8,9 +8,10 @@
  *   COMMAND... --content DIR[,DIR...] --state-root DIR [--state-root DIR...]
  *              --grace SECONDS --json [--dry-run]
  *
- * (every content shard; every state volume's workspaces/ directory, which
- * holds the kept data of removed workspaces too). It prints one JSON
- * object as its last line of stdout. It runs as a child, as fstrim does:
+ * (every content shard; the workspaces/ directory of every state volume
+ * that holds workspaces, the kept data of removed ones included). It
+ * prints one JSON object as its last line of stdout, with "ok",
+ * "objects_swept" and "bytes_freed" (examples/wsfs/README.md). It runs as a child, as fstrim does:
  * every gc.interval, at once when a content volume's free space falls
  * under gc.free_threshold (at most once a minute), and on POST /v1/gc.
  *
@@ -63,8 +64,8 @@ static const Pool *gc_pool(Agent *a) {
     return p && p->gc.enabled && p->gc.command ? p : NULL;
 }
 
-/* The sweep's report names reclaimed (or, dry, reclaimable) objects and
- * bytes; both spellings of a count are read. */
+/* A number of the sweep's report (examples/wsfs/README.md: objects_swept,
+ * bytes_freed, ...), 0 when absent. */
 static uint64_t report_u64(json_object *r, const char *key) {
     json_object *v;
     return r && json_object_object_get_ex(r, key, &v) ? json_object_get_uint64(v) : 0;
@@ -117,13 +118,15 @@ static void on_gc_exit(Child *c, int status, const char *stderr_text, void *user
     json_object_object_add(ev, "trigger", json_object_new_string(g->trigger));
 
     const char *tail = stderr_text && *stderr_text ? stderr_text : "(no output)";
-    if (status != 0 || !report) {
+    json_object *okv = NULL;
+    bool ok = report && json_object_object_get_ex(report, "ok", &okv) && json_object_get_boolean(okv);
+    if (status != 0 || !ok) {
         g->failures++;
         if (status != 0 && asprintf(&g->last_error, "%s %d: %s", status > 0 ? "exit status" : "signal",
                                     status > 0 ? status : -status, tail) < 0)
             g->last_error = NULL;
-        else if (status == 0 && asprintf(&g->last_error, "no JSON report on stdout (last line: %s)",
-                                         g->last_line ?: "none") < 0)
+        else if (status == 0 && asprintf(&g->last_error, "%s", report ? "the report says it did not complete"
+                                                                 : "no JSON report on stdout") < 0)
             g->last_error = NULL;
         log_warning("content gc (%s%s) failed after %.1fs: %s", g->trigger, g->dry_run ? ", dry run" : "",
                     (double) took / USEC_PER_SEC, g->last_error ?: "?");
@@ -133,7 +136,7 @@ static void on_gc_exit(Child *c, int status, const char *stderr_text, void *user
         api_error_set(&e, -EIO, 500, "gc_failed", "the content pool's sweep failed: %s", g->last_error ?: "?");
         end_waiters(g, &e, NULL);
     } else {
-        uint64_t bytes = report_u64(report, "reclaimed_bytes"), objects = report_u64(report, "reclaimed_objects");
+        uint64_t bytes = report_u64(report, "bytes_freed"), objects = report_u64(report, "objects_swept");
         if (!g->dry_run) {
             g->reclaimed_bytes += bytes;
             g->reclaimed_objects += objects;
@@ -195,6 +198,11 @@ static int gc_argv(Agent *a, const Pool *p, bool dry_run, char ***ret, char **re
                                 "cannot be read", vr->name) < 0 ? -ENOMEM : -EBUSY;
             continue;
         }
+        /* A volume with no workspace holds no reference; one being created
+         * there now publishes under the pool lock, and its objects are
+         * younger than the grace period. */
+        if (!holds)
+            continue;
         _cleanup_free_ char *dir = NULL;
         if (asprintf(&dir, "%s/workspaces", streq(v->mount_path, "/") ? "" : v->mount_path) < 0)
             return -ENOMEM;

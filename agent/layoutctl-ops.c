@@ -260,7 +260,7 @@ int layoutctl_gc(int argc, char **argv, const LayoutctlGlobals *g) {
     else {
         char b[32];
         printf("%s %" PRIu64 " objects, %s in %.1fs%s\n", dry ? "Would reclaim" : "Reclaimed",
-               juint(r.json, "report.reclaimed_objects"), format_bytes(b, sizeof b, juint(r.json, "report.reclaimed_bytes")),
+               juint(r.json, "report.objects_swept"), format_bytes(b, sizeof b, juint(r.json, "report.bytes_freed")),
                jget(r.json, "duration_seconds") ? json_object_get_double(jget(r.json, "duration_seconds")) : 0.0,
                dry ? " (dry run: nothing deleted)" : "");
     }
