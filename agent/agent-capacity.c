@@ -5,8 +5,8 @@
  * growth.threshold gets a grow job (a worker: truncate, loop capacity,
  * resize2fs / xfs_growfs online), and one that cannot grow says why. The
  * 10 s observation is too slow for a package install that makes thousands
- * of files a second, so while a volume is near a threshold a cheap statfs
- * worker watches it every second.
+ * of files a second, so while a volume is near a threshold a long-running
+ * watch worker samples statvfs four times a second.
  */
 #include <inttypes.h>
 #include <linux/capability.h>
@@ -18,10 +18,12 @@
 #include "log.h"
 #include "util.h"
 
-/* The fast watch: armed while a volume is within this many points of a
- * threshold, at this interval. */
+/* The fast watch: runs while a volume is within this many points of a
+ * threshold, sampling at this interval, and lingers this long after. */
 #define NEAR_POINTS 15
-#define WATCH_INTERVAL (1 * USEC_PER_SEC)
+#define WATCH_INTERVAL (250 * USEC_PER_MSEC)
+#define WATCH_LINGER (30 * USEC_PER_SEC)
+#define WATCH_RESTART_DELAY (5 * USEC_PER_SEC)
 /* A failed grow is retried after 30 s, doubling up to 15 min. */
 #define RETRY_FIRST (30 * USEC_PER_SEC)
 #define RETRY_MAX (15 * 60 * USEC_PER_SEC)
@@ -217,87 +219,138 @@ static bool is_near(Agent *a, const VolumeObservation *v, const VolumeState *s) 
     return u.percent + NEAR_POINTS >= at;
 }
 
-static void on_statfs(Worker *w, int error, const char *message, ApplyResult *res, Observation *obs,
-                      json_object *extra, void *userdata) {
-    Agent *a = userdata;
-    json_object *list = NULL;
+void agent_capacity_merge_statfs(Agent *a, json_object *list) {
     Observation *o = a->engine->observation;
-    if (error < 0)
-        log_debug("capacity watch: statfs worker failed: %s", message ?: strerror(-error));
-    else if (extra)
-        (void) json_object_object_get_ex(extra, "statfs", &list);
-    if (o && list && json_object_is_type(list, json_type_array)) {
-        /* Matched by mount path: the observation may have been replaced
-         * while the worker ran. */
-        for (size_t i = 0; i < json_object_array_length(list); i++) {
-            json_object *e = json_object_array_get_idx(list, i), *x;
-            const char *path = json_object_object_get_ex(e, "path", &x) ? json_object_get_string(x) : NULL;
-            for (size_t k = 0; path && k < o->n; k++) {
-                VolumeObservation *v = &o->volumes[k];
-                if (!streq_ptr(v->mount_path, path) || !volume_observation_is_up(v))
-                    continue;
-                int err = json_object_object_get_ex(e, "error", &x) ? json_object_get_int(x) : EIO;
-                v->statvfs_error = err;
-                if (err)
-                    break;
-                v->has_statvfs = true;
-#define GET(field) v->field = json_object_object_get_ex(e, #field, &x) ? json_object_get_uint64(x) : v->field
-                GET(fs_size);
-                GET(fs_used);
-                GET(fs_avail);
-                GET(fs_inodes);
-                GET(fs_inodes_free);
-#undef GET
-                v->fs_read_only = json_object_object_get_ex(e, "fs_read_only", &x) && json_object_get_boolean(x);
+    if (!o || !list || !json_object_is_type(list, json_type_array))
+        return;
+    /* Matched by mount path: the observation may have been replaced
+     * since the worker started. */
+    for (size_t i = 0; i < json_object_array_length(list); i++) {
+        json_object *e = json_object_array_get_idx(list, i), *x;
+        const char *path = json_object_object_get_ex(e, "path", &x) ? json_object_get_string(x) : NULL;
+        if (!json_object_object_get_ex(e, "statfs_error", &x))
+            continue;
+        int err = json_object_get_int(x);
+        for (size_t k = 0; path && k < o->n; k++) {
+            VolumeObservation *v = &o->volumes[k];
+            if (!streq_ptr(v->mount_path, path) || !volume_observation_is_up(v))
+                continue;
+            v->statvfs_error = err;
+            if (err)
                 break;
-            }
+            v->has_statvfs = true;
+#define GET(field) v->field = json_object_object_get_ex(e, #field, &x) ? json_object_get_uint64(x) : v->field
+            GET(fs_size);
+            GET(fs_used);
+            GET(fs_avail);
+            GET(fs_inodes);
+            GET(fs_inodes_free);
+#undef GET
+            v->fs_read_only = json_object_object_get_ex(e, "fs_read_only", &x) && json_object_get_boolean(x);
+            break;
         }
     }
-    apply_result_free(res);
-    observation_free(obs);
-    json_object_put(extra);
-    a->capacity_watcher = worker_free(a->capacity_watcher);
+}
+
+static void on_watch_sample(Worker *w, json_object *sample, void *userdata) {
+    Agent *a = userdata;
+    agent_capacity_merge_statfs(a, json_object_object_get(sample, "statfs"));
     agent_volumes_changed(a);
 }
 
-static int watch_run(Agent *a) {
-    const Observation *o = a->engine->observation;
-    if (a->capacity_watcher || !o)
-        return 0;
-    json_object *args = json_object_new_object(), *paths = json_object_new_array();
-    json_object_object_add(args, "paths", paths);
-    for (size_t i = 0; i < o->n; i++)
-        if (volume_observation_is_up(&o->volumes[i]) && o->volumes[i].mount_path)
-            json_object_array_add(paths, json_object_new_string(o->volumes[i].mount_path));
-    WorkerRequest req = { .op = WORKER_OP_STATFS, .layout = agent_layout(a), .record = agent_record(a), .args = args };
-    WorkerCallbacks cb = { .on_done = on_statfs };
-    int r = worker_start(a->event, AGENT_SELF_EXE, &req, &cb, a, &a->capacity_watcher);
-    json_object_put(args);
-    return r;
+static void on_watch_done(Worker *w, int error, const char *message, ApplyResult *res, Observation *obs,
+                          json_object *extra, void *userdata) {
+    Agent *a = userdata;
+    if (error < 0)
+        log_warning("capacity watch ended: %s", message ?: strerror(-error));
+    apply_result_free(res);
+    observation_free(obs);
+    json_object_put(extra);
+    /* Not freed here (we are inside its callback): the timer does it. */
+    a->watch_ended = true;
+    (void) sd_event_source_set_time_relative(a->capacity_timer, WATCH_RESTART_DELAY);
+    (void) sd_event_source_set_enabled(a->capacity_timer, SD_EVENT_ONESHOT);
 }
 
+/* The mount paths the watch covers: every volume in service. */
+static char **watch_paths(Agent *a) {
+    const Observation *o = a->engine->observation;
+    char **l = NULL;
+    for (size_t i = 0; o && i < o->n; i++)
+        if (volume_observation_is_up(&o->volumes[i]) && o->volumes[i].mount_path &&
+            strv_extend(&l, o->volumes[i].mount_path) < 0) {
+            strv_free(l);
+            return NULL;
+        }
+    return l;
+}
+
+static void watch_stop(Agent *a) {
+    if (a->capacity_watcher)
+        log_debug("capacity watch: stopped (no volume near a threshold)");
+    a->capacity_watcher = worker_free(a->capacity_watcher);
+    a->watch_paths = strv_free(a->watch_paths);
+    a->watch_ended = false;
+}
+
+static int watch_start(Agent *a, char **paths) {
+    json_object *args = json_object_new_object(), *arr = json_object_new_array();
+    json_object_object_add(args, "paths", arr);
+    json_object_object_add(args, "interval_ms", json_object_new_int((int) (WATCH_INTERVAL / USEC_PER_MSEC)));
+    for (char **p = paths; p && *p; p++)
+        json_object_array_add(arr, json_object_new_string(*p));
+    WorkerRequest req = { .op = WORKER_OP_WATCH, .layout = agent_layout(a), .record = agent_record(a), .args = args };
+    WorkerCallbacks cb = { .on_sample = on_watch_sample, .on_done = on_watch_done };
+    int r = worker_start(a->event, AGENT_SELF_EXE, &req, &cb, a, &a->capacity_watcher);
+    json_object_put(args);
+    if (r < 0)
+        return r;
+    a->watch_paths = paths;
+    log_debug("capacity watch: started (pid %d, every %llu ms)", (int) worker_pid(a->capacity_watcher),
+              (unsigned long long) (WATCH_INTERVAL / USEC_PER_MSEC));
+    return 0;
+}
+
+/* Starts, restarts (the volumes in service changed) or stops the watch;
+ * on the timer, never from inside the watch's own callbacks. */
 static int on_watch_timer(sd_event_source *s, uint64_t usec, void *userdata) {
     Agent *a = userdata;
-    int r = watch_run(a);
-    if (r < 0)
-        log_warning_errno(r, "capacity watch: cannot start the statfs worker: %m");
+    usec_t now = now_usec(CLOCK_MONOTONIC);
+    if (a->watch_ended)
+        watch_stop(a);
+    if (!a->watch_near && (a->stopping || now - a->watch_quiet_since >= WATCH_LINGER)) {
+        watch_stop(a);
+        return 0;
+    }
+    if (!a->watch_near) {
+        /* Quiet for now: stop once it stayed quiet a while. */
+        (void) sd_event_source_set_time(s, a->watch_quiet_since + WATCH_LINGER);
+        (void) sd_event_source_set_enabled(s, SD_EVENT_ONESHOT);
+        return 0;
+    }
+    char **paths = watch_paths(a);
+    if (a->capacity_watcher && strv_equal((const char *const *) paths, (const char *const *) a->watch_paths)) {
+        strv_free(paths);
+        return 0;
+    }
+    watch_stop(a);
+    int r = watch_start(a, paths);
+    if (r < 0) {
+        strv_free(paths);
+        log_warning_errno(r, "capacity watch: cannot start the watch worker: %m");
+    }
     return 0;
 }
 
 static void watch_schedule(Agent *a, bool near) {
     if (!a->capacity_timer)
         return;
-    int enabled = SD_EVENT_OFF;
-    (void) sd_event_source_get_enabled(a->capacity_timer, &enabled);
-    if (!near) {
-        if (enabled != SD_EVENT_OFF)
-            log_debug("capacity watch: no volume near a threshold, back to the 10 s observation");
-        (void) sd_event_source_set_enabled(a->capacity_timer, SD_EVENT_OFF);
-        return;
-    }
-    if (enabled != SD_EVENT_OFF || a->capacity_watcher)
-        return;
-    (void) sd_event_source_set_time_relative(a->capacity_timer, WATCH_INTERVAL);
+    if (near == a->watch_near && (!near || a->capacity_watcher))
+        return; /* nothing to change (the paths are checked on the timer) */
+    if (!near && a->watch_near)
+        a->watch_quiet_since = now_usec(CLOCK_MONOTONIC);
+    a->watch_near = near;
+    (void) sd_event_source_set_time_relative(a->capacity_timer, 0);
     (void) sd_event_source_set_enabled(a->capacity_timer, SD_EVENT_ONESHOT);
 }
 
@@ -336,8 +389,8 @@ int agent_capacity_start(Agent *a) {
     if (!a->growth_env.can_resize_ext4)
         log_info("No CAP_SYS_RESOURCE: ext4 volumes cannot grow online here (growth of loop-ext4 pools is "
                  "refused; loop-xfs grows)");
-    int r = sd_event_add_time_relative(a->event, &a->capacity_timer, CLOCK_MONOTONIC, WATCH_INTERVAL,
-                                       100 * USEC_PER_MSEC, on_watch_timer, a);
+    int r = sd_event_add_time_relative(a->event, &a->capacity_timer, CLOCK_MONOTONIC, 0, 10 * USEC_PER_MSEC,
+                                       on_watch_timer, a);
     if (r < 0)
         return r;
     return sd_event_source_set_enabled(a->capacity_timer, SD_EVENT_OFF);
@@ -345,7 +398,7 @@ int agent_capacity_start(Agent *a) {
 
 void agent_capacity_stop(Agent *a) {
     a->capacity_timer = sd_event_source_disable_unref(a->capacity_timer);
-    a->capacity_watcher = worker_free(a->capacity_watcher);
+    watch_stop(a);
     for (size_t i = 0; i < a->n_volume_states; i++)
         state_done(&a->volume_states[i]);
     a->volume_states = mfree(a->volume_states);

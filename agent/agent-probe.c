@@ -4,8 +4,10 @@
  * written and fsynced on every volume that is up, and timed: the volume's
  * current flush cost, the very thing layoutd exists to bound. A fresh file
  * needs new blocks, so a full or read-only volume shows here (ENOSPC,
- * EROFS) as it does for its workspaces. It runs in a worker, because an
- * fsync on a busy volume can take seconds.
+ * EROFS) as it does for its workspaces. Each probe also brings statvfs of
+ * every volume, so how full a volume is, and its health, is never older
+ * than one probe interval. It runs in a worker, because an fsync on a
+ * busy volume can take seconds.
  */
 #include <inttypes.h>
 
@@ -70,6 +72,8 @@ static void on_probed(Worker *w, int error, const char *message, ApplyResult *re
             p->last = usec;
             metrics_histogram_observe(&p->histogram, (double) usec / USEC_PER_SEC);
         }
+    if (error >= 0 && probes)
+        agent_capacity_merge_statfs(a, probes);
     apply_result_free(res);
     observation_free(obs);
     json_object_put(extra);

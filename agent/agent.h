@@ -89,8 +89,12 @@ typedef struct Agent {
     VolumeState *volume_states;  /* per observed volume (agent-capacity.c) */
     size_t n_volume_states;
     GrowthEnv growth_env;        /* what growth may do here (capabilities) */
-    sd_event_source *capacity_timer; /* the fast watch, armed near a threshold */
-    Worker *capacity_watcher;    /* its statfs worker */
+    sd_event_source *capacity_timer; /* starts and stops the fast watch */
+    Worker *capacity_watcher;    /* the watch worker (WORKER_OP_WATCH) */
+    char **watch_paths;          /* the mount paths it samples */
+    bool watch_near;             /* a volume is near a threshold */
+    bool watch_ended;            /* the watch worker exited on its own */
+    usec_t watch_quiet_since;    /* CLOCK_MONOTONIC: no volume near since */
     struct AgentGc *gc;          /* agent-gc.c; NULL without a sweep */
 
     /* Volume jobs (agent-jobs.c): running, then queued, in order. */
@@ -206,6 +210,9 @@ VolumeState *agent_volume_state(Agent *a, const char *name);
  * fast watch when a volume nears a threshold. Health transitions are
  * returned through agent_volumes_changed's logging. */
 void agent_capacity_observed(Agent *a);
+/* Merges statfs figures ([{"path", "statfs_error", "fs_size", ...}], from
+ * the watch or the flush probe) into the cached observation. */
+void agent_capacity_merge_statfs(Agent *a, json_object *list);
 /* Bytes placement may count on a volume beyond its free space: what growth
  * can still add (0 when it cannot grow). */
 uint64_t agent_capacity_growable(Agent *a, const VolumeObservation *v);

@@ -135,6 +135,12 @@ static int build_argv(const char *fstype, const char *device, const char *label,
         ADD("-E");
         ADD(prezeroed ? "nodiscard,assume_storage_prezeroed=1"
                       : "nodiscard,lazy_itable_init=0,lazy_journal_init=0");
+        /* -m 0: no blocks reserved for root. The reserve is for a system
+         *   disk's daemons; on a volume of its own it would only make "full"
+         *   two things: df's 100% while root-run daemons (and the flush
+         *   probe) still write. mkfs_options may give -m again (last wins). */
+        ADD("-m");
+        ADD("0");
         if (label) {
             ADD("-L");
             ADD(label);

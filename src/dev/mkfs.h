@@ -10,7 +10,7 @@
 /*
  * Builds the argv for mkfs.ext4 / mkfs.xfs (pure, unit-testable): the
  * defaults suited to loop-backed volumes (ext4: -q -E
- * nodiscard,lazy_itable_init=0,lazy_journal_init=0 [-L label] [-U uuid];
+ * nodiscard,lazy_itable_init=0,lazy_journal_init=0 -m 0 [-L label] [-U uuid];
  * xfs: -q -K [-L label] [-m uuid=...]), then the layout's extra_options,
  * then the device. Never -F/-f: we never force over an existing signature.
  * label and uuid may be NULL; extra_options may be NULL.

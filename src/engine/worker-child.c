@@ -7,6 +7,7 @@
  */
 #include <errno.h>
 #include <fcntl.h>
+#include <poll.h>
 #include <stdio.h>
 #include <sys/stat.h>
 #include <time.h>
@@ -188,6 +189,28 @@ static int probe_one(const char *dir, usec_t *ret_usec) {
     return r;
 }
 
+/* statvfs of dir as the fields of VolumeObservation are named, into e
+ * ("error": errno or 0). Returns what observe_statvfs returned. */
+static int statfs_json(const char *dir, json_object *e, VolumeObservation *ret) {
+    VolumeObservation o = { .mount_path = (char *) dir };
+    int r = dir ? observe_statvfs(&o) : -EINVAL;
+    json_object_object_add(e, "statfs_error", json_object_new_int(r < 0 ? -r : 0));
+    if (r >= 0) {
+        json_object_object_add(e, "fs_size", json_object_new_uint64(o.fs_size));
+        json_object_object_add(e, "fs_used", json_object_new_uint64(o.fs_used));
+        json_object_object_add(e, "fs_avail", json_object_new_uint64(o.fs_avail));
+        json_object_object_add(e, "fs_inodes", json_object_new_uint64(o.fs_inodes));
+        json_object_object_add(e, "fs_inodes_free", json_object_new_uint64(o.fs_inodes_free));
+        json_object_object_add(e, "fs_read_only", json_object_new_boolean(o.fs_read_only));
+    }
+    if (ret) {
+        *ret = o;
+        ret->mount_path = NULL;
+        ret->statvfs_error = r < 0 ? -r : 0;
+    }
+    return r;
+}
+
 static int op_probe(WorkerRun *w) {
     json_object *paths;
     if (!json_object_object_get_ex(w->args, "paths", &paths) || !json_object_is_type(paths, json_type_array))
@@ -203,6 +226,9 @@ static int op_probe(WorkerRun *w) {
         json_object_object_add(o, "path", json_object_new_string(dir ?: ""));
         json_object_object_add(o, "usec", json_object_new_uint64(us));
         json_object_object_add(o, "error", json_object_new_int(r < 0 ? -r : 0));
+        /* The figures with the probe: every probe interval the agent knows
+         * how full each volume is, whatever its observation's age. */
+        (void) statfs_json(dir, o, NULL);
         json_object_array_add(out, o);
     }
     if (!(w->extra = json_object_new_object())) {
@@ -213,38 +239,61 @@ static int op_probe(WorkerRun *w) {
     return 0;
 }
 
-/* statvfs of each path: the figures the capacity watch needs between two
- * observations, as the fields of VolumeObservation are named. */
-static int op_statfs(WorkerRun *w) {
-    json_object *paths;
+/* The capacity watch: statvfs of each path every interval, sent as a
+ * sample when a figure moved (or every few seconds, so the agent knows the
+ * watch is alive), until the agent closes our stdin. statvfs of a local
+ * filesystem reads in-memory counters: this costs next to nothing, which
+ * is why it can run four times a second while a volume nears a threshold. */
+static int op_watch(WorkerRun *w) {
+    json_object *paths, *v;
     if (!json_object_object_get_ex(w->args, "paths", &paths) || !json_object_is_type(paths, json_type_array))
         return -EINVAL;
-    json_object *out = json_object_new_array();
-    if (!out)
+    unsigned interval = json_object_object_get_ex(w->args, "interval_ms", &v) ? (unsigned) json_object_get_int(v) : 250;
+    interval = CLAMP(interval, 50u, 10000u);
+    size_t n = json_object_array_length(paths);
+    _cleanup_free_ VolumeObservation *last = calloc(MAX(n, 1u), sizeof(VolumeObservation));
+    if (!last)
         return -ENOMEM;
-    for (size_t i = 0; i < json_object_array_length(paths); i++) {
-        const char *dir = json_object_get_string(json_object_array_get_idx(paths, i));
-        VolumeObservation v = { .mount_path = (char *) dir };
-        int r = dir ? observe_statvfs(&v) : -EINVAL;
-        json_object *o = json_object_new_object();
-        json_object_object_add(o, "path", json_object_new_string(dir ?: ""));
-        json_object_object_add(o, "error", json_object_new_int(r < 0 ? -r : 0));
-        if (r >= 0) {
-            json_object_object_add(o, "fs_size", json_object_new_uint64(v.fs_size));
-            json_object_object_add(o, "fs_used", json_object_new_uint64(v.fs_used));
-            json_object_object_add(o, "fs_avail", json_object_new_uint64(v.fs_avail));
-            json_object_object_add(o, "fs_inodes", json_object_new_uint64(v.fs_inodes));
-            json_object_object_add(o, "fs_inodes_free", json_object_new_uint64(v.fs_inodes_free));
-            json_object_object_add(o, "fs_read_only", json_object_new_boolean(v.fs_read_only));
+    usec_t last_sent = 0;
+    for (;;) {
+        json_object *out = json_object_new_array();
+        bool moved = false;
+        for (size_t i = 0; i < n; i++) {
+            const char *dir = json_object_get_string(json_object_array_get_idx(paths, i));
+            json_object *e = json_object_new_object();
+            VolumeObservation o;
+            json_object_object_add(e, "path", json_object_new_string(dir ?: ""));
+            (void) statfs_json(dir, e, &o);
+            moved = moved || o.fs_used != last[i].fs_used || o.fs_inodes_free != last[i].fs_inodes_free ||
+                    o.fs_size != last[i].fs_size || o.fs_read_only != last[i].fs_read_only ||
+                    o.statvfs_error != last[i].statvfs_error;
+            last[i] = o;
+            json_object_array_add(out, e);
         }
-        json_object_array_add(out, o);
-    }
-    if (!(w->extra = json_object_new_object())) {
+        usec_t now = now_usec(CLOCK_MONOTONIC);
+        int r = 0;
+        if (moved || now - last_sent >= 5 * USEC_PER_SEC) {
+            json_object *msg = json_object_new_object();
+            json_object_object_add(msg, "type", json_object_new_string("sample"));
+            json_object_object_add(msg, "statfs", json_object_get(out));
+            r = write_json(msg);
+            json_object_put(msg);
+            last_sent = now;
+        }
         json_object_put(out);
-        return -ENOMEM;
+        if (r < 0)
+            return 0; /* the agent went away */
+        struct pollfd pfd = { .fd = STDIN_FILENO, .events = POLLIN };
+        int k = poll(&pfd, 1, (int) interval);
+        if (k < 0 && errno != EINTR)
+            return -errno;
+        if (k > 0) {
+            char c;
+            ssize_t got = read(STDIN_FILENO, &c, 1);
+            if (got <= 0)
+                return 0; /* stdin closed: the watch is over */
+        }
     }
-    json_object_object_add(w->extra, "statfs", out);
-    return 0;
 }
 
 static int op_rmtree(WorkerRun *w) {
@@ -267,7 +316,7 @@ static const struct {
 } operations[] = {
     { WORKER_OP_OBSERVE, op_observe }, { WORKER_OP_APPLY, op_apply }, { WORKER_OP_CARVE, op_carve },
     { WORKER_OP_GROW, op_grow },       { WORKER_OP_PROBE, op_probe }, { WORKER_OP_RMTREE, op_rmtree },
-    { WORKER_OP_STATFS, op_statfs },
+    { WORKER_OP_WATCH, op_watch },
 };
 
 static int answer(int error, WorkerRun *w) {

@@ -111,6 +111,8 @@ static void on_line(Child *c, const char *line, void *userdata) {
         on_progress(w, msg);
     else if (streq_ptr(type, "result"))
         on_result(w, msg);
+    else if (streq_ptr(type, "sample") && w->cb.on_sample)
+        w->cb.on_sample(w, msg, w->userdata);
     json_object_put(msg);
 }
 

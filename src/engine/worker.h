@@ -25,6 +25,7 @@
  *   worker -> agent   {"type": "progress", "volume": V, "step": KIND,
  *                      "description": ..., "done": bool, "changed": bool,
  *                      "error": 0|-errno, "message": ...}
+ *   worker -> agent   {"type": "sample", ...}: a long-running op's data
  *   worker -> agent   {"type": "result", "error": 0|-errno, "message": ...,
  *                      "result": {apply result}|null,
  *                      "observation": {...}|null, "extra": {...}|null}
@@ -45,8 +46,10 @@
 #define WORKER_OP_GROW "grow"           /* args: {"volume": V, "size": BYTES} */
 #define WORKER_OP_PROBE "probe"         /* args: {"paths": [DIR...]}: the flush probe */
 #define WORKER_OP_RMTREE "rmtree"       /* args: {"dir": D, "name": N}: rm -r D/N, one fs */
-#define WORKER_OP_STATFS "statfs"       /* args: {"paths": [DIR...]}: statvfs of each, for the
-                                           capacity watch (cheaper than an observe) */
+#define WORKER_OP_WATCH "watch"         /* args: {"paths": [DIR...], "interval_ms": N}: statvfs
+                                           of each every N ms, sent as samples when a figure
+                                           moved, until the agent closes stdin (the capacity
+                                           watch: far cheaper than an observe) */
 
 typedef struct Worker Worker;
 
@@ -57,6 +60,8 @@ typedef struct WorkerCallbacks {
     int (*on_save)(Worker *w, const char *name, VolumeRecord *v, void *userdata);
     /* A step began (done = false) or ended. May be NULL. */
     void (*on_progress)(Worker *w, const char *volume, const ApplyStepResult *step, bool done, void *userdata);
+    /* A sample of a long-running op (WORKER_OP_WATCH); borrowed. May be NULL. */
+    void (*on_sample)(Worker *w, json_object *sample, void *userdata);
     /* The worker finished. error <0 when it failed as a whole (it crashed,
      * was killed, or the operation could not run: message says why); the
      * callee takes result, observation and extra (each may be NULL). */

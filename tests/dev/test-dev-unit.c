@@ -37,7 +37,7 @@ static void test_argv_ext4(void **state) {
     assert_int_equal(mkfs_build_argv("ext4", "/dev/loop3", "state-0", "3f2a1b4c-5d6e-4f70-8a9b-0c1d2e3f4a5b",
                                      extra, &argv), 0);
     const char *const want[] = { "mkfs.ext4", "-q", "-E", "nodiscard,lazy_itable_init=0,lazy_journal_init=0",
-                                 "-L", "state-0", "-U", "3f2a1b4c-5d6e-4f70-8a9b-0c1d2e3f4a5b",
+                                 "-m", "0", "-L", "state-0", "-U", "3f2a1b4c-5d6e-4f70-8a9b-0c1d2e3f4a5b",
                                  "-O", "^has_journal", "-m", "0", "/dev/loop3", NULL };
     assert_argv(argv, want);
     strv_free(argv);
@@ -45,7 +45,7 @@ static void test_argv_ext4(void **state) {
     /* No label, no uuid, no extras. */
     assert_int_equal(mkfs_build_argv("ext4", "/dev/loop0", NULL, NULL, NULL, &argv), 0);
     const char *const want2[] = { "mkfs.ext4", "-q", "-E", "nodiscard,lazy_itable_init=0,lazy_journal_init=0",
-                                  "/dev/loop0", NULL };
+                                  "-m", "0", "/dev/loop0", NULL };
     assert_argv(argv, want2);
     strv_free(argv);
 }
@@ -54,7 +54,7 @@ static void test_argv_prezeroed(void **state) {
     char **argv = NULL;
     assert_int_equal(mkfs_build_argv_prezeroed("ext4", "/dev/loop3", "state-0", NULL, NULL, &argv), 0);
     const char *const want[] = { "mkfs.ext4", "-q", "-E", "nodiscard,assume_storage_prezeroed=1",
-                                 "-L", "state-0", "/dev/loop3", NULL };
+                                 "-m", "0", "-L", "state-0", "/dev/loop3", NULL };
     assert_argv(argv, want);
     strv_free(argv);
     assert_int_equal(mkfs_build_argv_prezeroed("xfs", "/dev/loop3", NULL, NULL, NULL, &argv), 0);

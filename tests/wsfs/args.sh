@@ -22,7 +22,6 @@ expect_fail() {
 S=(--state "$WORK/state")
 C=(--content "$WORK/content")
 expect_fail "--state DIR is required" -- "${C[@]}" "$WORK/mnt"
-expect_fail "--content DIR" -- "${S[@]}" "$WORK/mnt"
 expect_fail "MOUNTPOINT is required" -- "${S[@]}" "${C[@]}"
 expect_fail "exactly one MOUNTPOINT" -- "${S[@]}" "${C[@]}" "$WORK/mnt" "$WORK/mnt"
 expect_fail "--state $WORK/nope" -- --state "$WORK/nope" "${C[@]}" "$WORK/mnt"
@@ -55,6 +54,21 @@ LAYOUTD_SHARDS=1 wsfs_start ok --cas-threshold=1MiB --batch-ms=0 --foreground
 echo x > "$WORK/ok/mnt/x"
 wsfs_stop ok "$WSFS_PID"
 grep -q "cas-threshold=1048576" "$WORK/ok/log" || fail "1MiB not parsed: $(cat "$WORK/ok/log")"
+
+# Without --content (a layout without a content pool): it serves, and a
+# file above the CAS threshold stays whole in the state dir.
+mkdir -p "$WORK/nopool/state" "$WORK/nopool/mnt"
+"$WSFS" --state "$WORK/nopool/state" "$WORK/nopool/mnt" 2>"$WORK/nopool/log" &
+pid=$!
+track_pid "$pid"
+wait_for 10 _wsfs_up "$pid" "$WORK/nopool/mnt" || { cat "$WORK/nopool/log"; fail "the pool-less daemon did not come up"; }
+head -c 1M /dev/urandom >"$WORK/big"
+cp "$WORK/big" "$WORK/nopool/mnt/big"
+sync -f "$WORK/nopool/mnt"
+cmp "$WORK/big" "$WORK/nopool/mnt/big" || fail "pool-less read back differs"
+cmp "$WORK/big" "$WORK/nopool/state/big" || fail "pool-less: the file is not whole in the state dir"
+grep -q "cas-threshold=0" "$WORK/nopool/log" || fail "pool-less daemon did not say the pool is off: $(cat "$WORK/nopool/log")"
+wsfs_stop nopool "$pid"
 
 # Without --stats-file (as a supervisor may run it): writes commit and a
 # SIGTERM stops it cleanly.
