@@ -187,8 +187,10 @@ int agent_workspace_spawn(Agent *a, const WorkspaceRecord *w) {
     const Layout *l = agent_layout(a);
     int r;
 
+    /* No content pool: no shards (the validator made sure the command does
+     * not name them). */
     r = place_content_dirs(l, &content);
-    if (r < 0)
+    if (r < 0 && r != -ENOENT)
         return log_error_errno(r, "workspace %s: cannot list content shards: %m", w->id);
     ArgvValues values = {
         .id = w->id,
