@@ -286,14 +286,22 @@ static void test_shipped_layouts(void **state) {
     _cleanup_(layout_freep) Layout *d = parse_ok_file(LAYOUTS "default.yaml");
     const Pool *s = layout_pool(d, POOL_STATE), *c = layout_pool(d, POOL_CONTENT);
     assert_string_equal(d->root, "/var/lib/layoutd");
-    assert_int_equal(s->backend, BACKEND_LOOP_EXT4);
-    assert_int_equal(s->volume_size, 256 * MIB);
+    assert_int_equal(s->backend, BACKEND_LOOP_XFS);
+    assert_int_equal(s->volume_size, 512 * MIB);
     assert_int_equal(s->min_volumes, 1);
     assert_int_equal(s->max_volumes, 8);
     assert_int_equal(s->workspaces_per_volume, 3);
-    assert_int_equal(c->backend, BACKEND_LOOP_EXT4);
-    assert_int_equal(c->volume_size, 512 * MIB);
+    assert_true(s->growth.enabled);
+    assert_int_equal(s->growth.threshold, 70);
+    assert_int_equal(s->growth.max_size, 8 * GIB);
+    assert_int_equal(s->growth.host_reserve, 2 * GIB);
+    assert_int_equal(c->backend, BACKEND_LOOP_XFS);
+    assert_int_equal(c->volume_size, GIB);
     assert_int_equal(c->shards, 1);
+    assert_true(c->growth.enabled);
+    assert_int_equal(c->growth.max_size, 16 * GIB);
+    assert_true(c->gc.enabled);
+    assert_string_equal(c->gc.command[0], "/usr/libexec/layoutd/layoutd-wsfs");
     static const char *const argv[] = { "/usr/libexec/layoutd/layoutd-wsfs", "--state", "{state_dir}", "--content",
                                         "{content_dirs}", "{mountpoint}", NULL };
     assert_true(strv_equal((const char *const *) d->workspace.command, argv));
@@ -911,9 +919,9 @@ static void test_json(void **state) {
     assert_true(json_object_object_get_ex(j, "pools", &pools));
     assert_true(json_object_object_get_ex(pools, "state", &state_pool));
     assert_true(json_object_object_get_ex(state_pool, "volume_size", &v));
-    assert_int_equal(json_object_get_int64(v), (int64_t) (256 * MIB));
+    assert_int_equal(json_object_get_int64(v), (int64_t) (512 * MIB));
     assert_true(json_object_object_get_ex(state_pool, "backend", &v));
-    assert_string_equal(json_object_get_string(v), "loop-ext4");
+    assert_string_equal(json_object_get_string(v), "loop-xfs");
     json_object *ws, *bo;
     assert_true(json_object_object_get_ex(j, "workspace", &ws));
     assert_true(json_object_object_get_ex(ws, "backoff", &bo));
