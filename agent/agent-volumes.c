@@ -3,8 +3,10 @@
  * The agent's view of its volumes: the cached observation that every GET
  * is served from. It is refreshed by an observe worker (never on the
  * loop), coalesced to one at a time: when mountinfo changes (EPOLLPRI on
- * /proc/self/mountinfo, debounced), after volume jobs (which bring their
- * own observation), and on a timer. Health is assessed from it, and a
+ * /proc/self/mountinfo) or udev reports a block device event (added,
+ * changed, removed: a loop or dm device going away under us), both
+ * debounced; after volume jobs (which bring their own observation); and
+ * on a timer. Health is assessed from it, and a
  * change of a volume's health is logged and sent as an event.
  */
 #include <fcntl.h>
@@ -12,6 +14,7 @@
 #include <stdio.h>
 
 #include "agent.h"
+#include "block-monitor.h"
 #include "log.h"
 #include "util.h"
 #include "volume-report.h"
@@ -258,11 +261,23 @@ static int on_mountinfo(sd_event_source *s, int fd, uint32_t revents, void *user
     return 0;
 }
 
+static int on_block_event(sd_event_source *s, int fd, uint32_t revents, void *userdata) {
+    Agent *a = userdata;
+    if (block_monitor_drain(a->block_monitor) > 0)
+        (void) on_mountinfo(s, fd, revents, a); /* the same debounced refresh */
+    return 0;
+}
+
 int agent_volumes_watch(Agent *a) {
     int r = sd_event_add_time_relative(a->event, &a->observe_timer, CLOCK_MONOTONIC, OBSERVE_INTERVAL,
                                        100 * USEC_PER_MSEC, on_observe_timer, a);
     if (r < 0)
         return r;
+    /* Block device events, when udevd runs (there are none without it). */
+    if (block_monitor_new(&a->block_monitor) >= 0 &&
+        sd_event_add_io(a->event, &a->block_source, block_monitor_fd(a->block_monitor), EPOLLIN, on_block_event,
+                        a) < 0)
+        a->block_monitor = block_monitor_free(a->block_monitor);
     /* mountinfo signals a change with EPOLLPRI (proc(5)): no polling. */
     a->mountinfo_fd = open("/proc/self/mountinfo", O_RDONLY | O_CLOEXEC);
     if (a->mountinfo_fd < 0)
@@ -273,6 +288,8 @@ int agent_volumes_watch(Agent *a) {
 void agent_volumes_unwatch(Agent *a) {
     a->observe_timer = sd_event_source_disable_unref(a->observe_timer);
     a->mountinfo_source = sd_event_source_disable_unref(a->mountinfo_source);
+    a->block_source = sd_event_source_disable_unref(a->block_source);
+    a->block_monitor = block_monitor_free(a->block_monitor);
     a->mountinfo_fd = safe_close(a->mountinfo_fd);
     a->observer = worker_free(a->observer);
 }

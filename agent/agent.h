@@ -105,6 +105,8 @@ typedef struct Agent {
     bool observe_again;
     sd_event_source *observe_timer;
     sd_event_source *mountinfo_source;
+    struct BlockMonitor *block_monitor; /* udev block events, when udevd runs */
+    sd_event_source *block_source;
     int mountinfo_fd;
 
     Supervisor *supervisor;
