@@ -166,7 +166,7 @@ fail:
 /* Free space of the fs that will hold the backing files: the nearest
  * existing ancestor of <root>/images, since the directory may not exist
  * before the first apply. */
-static void observe_backing_free(const Layout *l, Observation *o) {
+void volumes_observe_backing_free(const Layout *l, Observation *o) {
     _cleanup_free_ char *p = NULL;
     if (asprintf(&p, "%s/images", streq(l->root, "/") ? "" : l->root) < 0)
         return;
@@ -215,7 +215,7 @@ int volumes_observe(const Layout *l, const StateRecord *record, Observation **re
         o->n++;
     }
     volume_spec_list_done(&specs);
-    observe_backing_free(l, o);
+    volumes_observe_backing_free(l, o);
     o->taken_at = now_usec(CLOCK_REALTIME);
     *ret = TAKE_PTR(o);
     return 0;

@@ -35,6 +35,9 @@ int volumes_observe(const Layout *l, const StateRecord *record, Observation **re
  * when the layout and the record know no such volume. */
 int volumes_observe_one(const Layout *l, const StateRecord *record, const char *name, VolumeObservation *ret);
 
+/* Refreshes o's view of the free space where backing files live. */
+void volumes_observe_backing_free(const Layout *l, Observation *o);
+
 /*
  * The plan for every observed volume (pure: reads its arguments only).
  * The rules shared by every backend are here: an undeclared volume in the

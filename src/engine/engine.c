@@ -3,6 +3,7 @@
 #include <fcntl.h>
 #include <stdarg.h>
 #include <stdio.h>
+#include <time.h>
 #include <sys/file.h>
 #include <sys/stat.h>
 
@@ -259,9 +260,31 @@ int engine_carve(Engine *e, PoolRole role, unsigned index, ApplyResult **ret, ch
     return 0;
 }
 
+/* Looks again at one volume (and the host's free space) only: a grow must
+ * be quick, and probing every volume of a large host is not. */
+static int observe_volume(Engine *e, const char *volume) {
+    VolumeObservation v = {};
+    int r;
+    if (!e->observation) {
+        if (!(e->observation = calloc(1, sizeof(Observation))))
+            return -ENOMEM;
+    }
+    r = volumes_observe_one(e->layout, e->record, volume, &v);
+    if (r < 0)
+        return r;
+    r = observation_put(e->observation, &v);
+    if (r < 0) {
+        volume_observation_done(&v);
+        return r;
+    }
+    volumes_observe_backing_free(e->layout, e->observation);
+    e->observation->taken_at = now_usec(CLOCK_REALTIME);
+    return 0;
+}
+
 int engine_grow(Engine *e, const char *volume, uint64_t new_size, ApplyResult **ret) {
     _cleanup_(plan_freep) Plan *plan = NULL;
-    int r = engine_observe(e);
+    int r = observe_volume(e, volume);
     if (r < 0)
         return r;
     r = volumes_plan_grow(e->layout, e->record, e->observation, volume, new_size, &plan);
@@ -271,7 +294,7 @@ int engine_grow(Engine *e, const char *volume, uint64_t new_size, ApplyResult **
     r = volumes_apply(&c, plan, NULL, ret);
     if (r < 0)
         return r;
-    (void) engine_observe(e);
+    (void) observe_volume(e, volume);
     return 0;
 }
 
