@@ -79,9 +79,10 @@ bool backend_plan_check_identity(PlanBuilder *b, const PlanSubject *subj, const 
                                  const VolumeObservation *o, const ProbeResult *sig, bool probed,
                                  int probe_error, const char *want_type, const char *want_uuid,
                                  bool *ret_need_format);
-/* The refused shrink of a backing file larger than want: a note, not a
+/* The refused shrink of a backing file larger than the pool's
+ * volume_size (and not grown there by the pool's growth): a note, not a
  * block. Returns true when it emitted it. */
-bool backend_plan_shrink_note(PlanBuilder *b, const PlanSubject *subj, const VolumeObservation *o, uint64_t want);
+bool backend_plan_shrink_note(PlanBuilder *b, const PlanSubject *subj, const Pool *p, const VolumeObservation *o);
 /* GROW to want bytes when the file (or the record, after a grow that
  * stopped half-way) is smaller. */
 void backend_plan_grow(PlanBuilder *b, const PlanSubject *subj, const VolumeRecord *rec, const VolumeObservation *o,

@@ -143,7 +143,7 @@ void loop_backend_plan(PlanBuilder *b, const PlanSubject *subj, const Pool *p, c
     if (backend_plan_check_identity(b, subj, rec, o, &o->probe, o->probed, o->probe_error, lp.fs,
                                     rec ? rec->fs_uuid : NULL, &need_format))
         goto done;
-    backend_plan_shrink_note(b, subj, o, p->volume_size);
+    backend_plan_shrink_note(b, subj, p, o);
     plan_attachment(&lp);
     if (need_format)
         emit_format(&lp, "blank, created by layoutd; ");

@@ -98,10 +98,14 @@ bool backend_plan_check_identity(PlanBuilder *b, const PlanSubject *subj, const 
     return true;
 }
 
-bool backend_plan_shrink_note(PlanBuilder *b, const PlanSubject *subj, const VolumeObservation *o, uint64_t want) {
+bool backend_plan_shrink_note(PlanBuilder *b, const PlanSubject *subj, const Pool *p, const VolumeObservation *o) {
     char sz[32], sz2[32];
-    /* A grown backing file must not be reported as something to shrink. */
+    uint64_t want = p->volume_size;
     if (o->file_size <= want)
+        return false;
+    /* Growth made it larger than volume_size, where every volume starts:
+     * that is no shrink the layout asks for. */
+    if (p->growth.enabled && o->file_size <= p->growth.max_size)
         return false;
     plan_builder_refuse(b, subj, PLAN_STEP_REFUSE, "shrink", false,
                         "refuse to shrink %s from %s to %s: volumes only grow; kept at %s", o->name,

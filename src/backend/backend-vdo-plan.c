@@ -263,7 +263,7 @@ void vdo_backend_plan(PlanBuilder *b, const PlanSubject *subj, const Pool *p, co
     if (!plan_storage_identity(&vp, &need_vdoformat))
         goto done;
     if (o->file_is_regular)
-        backend_plan_shrink_note(b, subj, o, p->volume_size);
+        backend_plan_shrink_note(b, subj, p, o);
     plan_attachment(&vp);
     if (need_vdoformat)
         emit_vdoformat(&vp);

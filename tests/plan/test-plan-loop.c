@@ -77,6 +77,12 @@ static void test_refuse_shrink(void **state) {
     c->l->pools[POOL_STATE].volume_size = 512 * MIB;
     /* A note: the volume stays in service at its size. */
     fixture_expect(c->l, c->s, c->o, "refuse", "shrink", false);
+    /* Grown there by the pool's growth: no shrink is asked for. */
+    c->l->pools[POOL_STATE].growth = (GrowthPolicy) { .enabled = true, .threshold = 80, .max_size = 4 * GIB };
+    fixture_expect(c->l, c->s, c->o, "", NULL, false);
+    /* ... unless it is past growth.max_size too (max_size lowered). */
+    c->l->pools[POOL_STATE].growth.max_size = 768 * MIB;
+    fixture_expect(c->l, c->s, c->o, "refuse", "shrink", false);
 }
 
 static void test_drift_buffered(void **state) {
