@@ -177,6 +177,28 @@ static json_object *problems(Agent *a, VolumeHealth *ret_health) {
             PROBLEM("workspace", st.id, VOLUME_HEALTH_DEGRADED, "backoff",
                     "%s: the FUSE daemon died and is restarted after a backoff", st.id);
     }
+    /* The host filesystem under the backing files: sparse files promise
+     * more than they hold, and something else may take the rest. */
+    const Observation *ho = a->engine->observation;
+    if (ho && ho->has_backing_free) {
+        char f[16], pr[16], rs[16];
+        uint64_t promised = capacity_host_promised(ho);
+        const Pool *sp = layout_pool(agent_layout(a), POOL_STATE);
+        GrowthPolicy dflt = { .host_reserve_percent = 5 };
+        uint64_t reserve = capacity_host_reserve(sp && sp->growth.enabled ? &sp->growth : &dflt, ho);
+        if (ho->backing_free < promised)
+            PROBLEM("host", agent_layout(a)->root, VOLUME_HEALTH_DEGRADED, "host-overcommitted",
+                    "the filesystem under %s/images has %s free, less than the %s its sparse backing files may "
+                    "still claim: writes inside the volumes will fail with I/O errors; free space on it now",
+                    agent_layout(a)->root, format_bytes(f, sizeof f, ho->backing_free),
+                    format_bytes(pr, sizeof pr, promised));
+        else if (ho->backing_free - promised < reserve)
+            PROBLEM("host", agent_layout(a)->root, VOLUME_HEALTH_WARNING, "host-low",
+                    "the filesystem under %s/images has %s free beyond what the backing files may claim, under "
+                    "the %s reserve: volumes neither grow nor are carved; free space on it",
+                    agent_layout(a)->root, format_bytes(f, sizeof f, ho->backing_free - promised),
+                    format_bytes(rs, sizeof rs, reserve));
+    }
     if (a->last_reload_error)
         PROBLEM(NULL, NULL, VOLUME_HEALTH_DEGRADED, "reload-refused",
                 "the last reload was refused; the previous layout keeps running: %s", a->last_reload_error);

@@ -13,7 +13,10 @@
 #     counts no carvable volume, and a create that needs one is 507
 #     host-full instead of a carve that fails half-way;
 #  5. a foreign state-1.img: the agent skips index 1, carves state-2, and
-#     reports state-1; /v1/capacity counts the refused index.
+#     reports state-1; /v1/capacity counts the refused index;
+#  6. the host filesystem fills under a sparse backing file (something else
+#     wrote to it): the volume's writes fail, ext4 goes read-only, and the
+#     agent says degraded within a probe interval.
 TEST_NAME=agent-capacity
 . "$LAYOUTD_TESTS/lib/common.sh"
 . "$LAYOUTD_TESTS/agent/lib-agent.sh"
@@ -223,5 +226,38 @@ assert_eq 1 "$(jget "$c" "[p for p in d['pools'] if p['role']=='state'][0]['refu
 # max 4, two in use, one refused: one more can be carved.
 assert_eq 1 "$(jget "$c" "[p for p in d['pools'] if p['role']=='state'][0]['carvable_volumes']")" "carvable after a refusal"
 reset_agent "$L"
+
+# ---- 6. the host fills under the volume -----------------------------------------
+truncate -s 512M "$WORK/host.img"
+mkfs.ext4 -q -m 0 "$WORK/host.img"
+mkdir -p "$WORK/hostfs"
+mount -o loop "$WORK/host.img" "$WORK/hostfs"
+on_cleanup "umount -l '$WORK/hostfs' 2>/dev/null || true"
+L=$WORK/hostfill.yaml
+layout "$L" loop-ext4 256MiB "" 3 1 1
+sed -i "s|^root: .*|root: $WORK/hostfs/root|" "$L"
+start_agent "$L"
+"$LAYOUTCTL" --socket "$SOCK" add ws-1 >/dev/null || fail "add ws-1"
+# Someone else fills the host filesystem (the agent never overcommits,
+# but it cannot stop other writers).
+fallocate -l "$(( $(df -B1 --output=avail "$WORK/hostfs" | tail -n1) - 4096 ))" "$WORK/hostfs/filler" ||
+    dd if=/dev/zero of="$WORK/hostfs/filler" bs=1M status=none || true
+m=$WORK/mnt/ws-1; mkdir "$m/d"
+for i in $(seq 1 100); do head -c 1M /dev/urandom >"$m/d/f$i" 2>/dev/null || break; done
+sync -f "$m" 2>/dev/null || true
+writes_fail() {
+    local v; v=$(vol state-0)
+    [ "$(jget "$v" "d['health']")" = degraded ] &&
+        jget "$v" "[f['code'] for f in d['findings']]" | grep -Eq "fs-emergency-ro|read-only|fs-shutdown|probe-"
+}
+wait_for $((PROBE * 2 + 2)) writes_fail || fail "writes failing on a full host, but the volume says: $(vol state-0)"
+log "host full: $(jget "$(vol state-0)" "d['message']")"
+jget "$(api GET /v1/status)" "[p['code'] for p in d['problems'] if 'host' in p]" | grep -q host-overcommitted ||
+    fail "no host problem: $(api GET /v1/status)"
+assert_eq 503 "$(api GET /v1/health >/dev/null; st)" "a volume failing writes makes /v1/health 503"
+stop_agent
+for m in $(findmnt -rn -o TARGET | grep "^$WORK/hostfs/" | sort -r); do umount -l "$m" || true; done
+for l in $(losetup -n -O NAME,BACK-FILE | awk -v d="$WORK/hostfs/" 'index($2, d) == 1 {print $1}'); do losetup -d "$l" || true; done
+umount "$WORK/hostfs" || umount -l "$WORK/hostfs"
 
 log "OK"
