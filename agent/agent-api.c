@@ -277,6 +277,7 @@ static int h_status(void *userdata, ApiCall *call) {
     J_ADD(o, "health", jstr(agent_health_word(worst)));
     J_ADD(o, "problems", p);
     J_ADD(o, "gc", agent_gc_json(a));
+    J_ADD(o, "cgroups", agent_cgroups_status_json(a));
     call->reply = o;
     return 0;
 }
@@ -396,6 +397,33 @@ static int h_capacity(void *userdata, ApiCall *call) {
     return 0;
 }
 
+/* POST /v1/shutdown: the answer goes out first (202), the stop starts on
+ * the next loop iteration. */
+static int on_shutdown_defer(sd_event_source *s, void *userdata) {
+    Agent *a = userdata;
+    agent_stop(a, a->shutdown_stop_workspaces, "Shutdown requested through the API");
+    /* A floating one-shot source: the loop owns it. */
+    return 0;
+}
+
+static int h_shutdown(void *userdata, ApiCall *call) {
+    Agent *a = userdata;
+    if (a->stopping)
+        return api_error_set(&call->error, -ESHUTDOWN, 503, "shutting_down", "the agent is stopping already");
+    bool stop = call->query && call->query->has_stop_workspaces ? call->query->stop_workspaces
+                                                                 : agent_layout(a)->workspace.stop_with_agent;
+    int r = sd_event_add_defer(a->event, NULL, on_shutdown_defer, a);
+    if (r < 0)
+        return r;
+    a->shutdown_stop_workspaces = stop;
+    call->reply = json_object_new_object();
+    J_ADD(call->reply, "stopping", json_object_new_boolean(true));
+    J_ADD(call->reply, "workspaces", jstr(stop ? "stop" : "keep"));
+    size_t n = a->supervisor ? supervisor_count(a->supervisor) : 0;
+    J_ADD(call->reply, "count", json_object_new_int64((int64_t) n));
+    return 0;
+}
+
 static int h_gc(void *userdata, ApiCall *call) {
     Agent *a = userdata;
     int r = agent_gc_run(a, call->query && call->query->dry_run, call->operation, &call->error);
@@ -454,6 +482,7 @@ static int op_metrics(void *userdata, MetricsWriter *w, ApiError *err) {
     }
     agent_capacity_metrics(a, w);
     agent_gc_metrics(a, w);
+    agent_cgroups_metrics(a, w);
     agent_vdo_metrics(a, w);
     (void) metrics_writer_family(w, "layoutd_volume_flush_probe_seconds", METRIC_HISTOGRAM,
                                  "Time to write and fsync a fresh 4 KiB file on the volume (its flush cost)");
@@ -525,6 +554,7 @@ const ApiOps agent_api_ops = {
         [API_ROUTE_RELOAD] = h_reload,
         [API_ROUTE_CAPACITY] = h_capacity,
         [API_ROUTE_GC] = h_gc,
+        [API_ROUTE_SHUTDOWN] = h_shutdown,
     },
     .metrics = op_metrics,
 };

@@ -115,15 +115,15 @@ static void on_grown(Agent *a, int error, const char *message, ApplyResult *res,
     json_object_object_add(f, "from_bytes", json_object_new_uint64(g->from));
     json_object_object_add(f, "to_bytes", json_object_new_uint64(g->to));
     if (error < 0) {
-        log_warning("volume %s: growing from %s to %s failed (retrying in %s): %s", g->volume,
+        log_volume(LOG_WARNING, g->volume, NULL, "volume %s: growing from %s to %s failed (retrying in %s): %s", g->volume,
                     format_bytes(a1, sizeof a1, g->from), format_bytes(a2, sizeof a2, g->to),
                     s && s->failures > 0 ? (s->failures == 1 ? "30s" : "a while") : "?",
                     message ?: strerror(-error));
         json_object_object_add(f, "error", json_object_new_string(message ?: strerror(-error)));
         agent_event(a, "volume.growth_failed", f);
     } else {
-        log_notice("volume %s: grew from %s to %s online", g->volume, format_bytes(a1, sizeof a1, g->from),
-                   format_bytes(a2, sizeof a2, g->to));
+        log_volume(LOG_NOTICE, g->volume, LAYOUTD_MESSAGE_VOLUME_GROWN, "volume %s: grew from %s to %s online",
+                   g->volume, format_bytes(a1, sizeof a1, g->from), format_bytes(a2, sizeof a2, g->to));
         agent_event(a, "volume.grown", f);
     }
     free(g->volume);
@@ -166,7 +166,8 @@ static void decide(Agent *a, VolumeState *s, const VolumeObservation *v) {
     }
     /* A refusal is logged when it starts or changes, not on every look. */
     if (d.action == GROWTH_REFUSE && !streq_ptr(s->refusal_logged, d.reason)) {
-        log_warning("volume %s: growth refused (%s): %s", s->name, d.reason, d.message);
+        log_volume(LOG_WARNING, s->name, LAYOUTD_MESSAGE_GROWTH_REFUSED, "volume %s: growth refused (%s): %s",
+                   s->name, d.reason, d.message);
         json_object *f = json_object_new_object();
         json_object_object_add(f, "volume", json_object_new_string(s->name));
         json_object_object_add(f, "reason", json_object_new_string(d.reason));

@@ -128,7 +128,8 @@ static void on_gc_exit(Child *c, int status, const char *stderr_text, void *user
         else if (status == 0 && asprintf(&g->last_error, "%s", report ? "the report says it did not complete"
                                                                  : "no JSON report on stdout") < 0)
             g->last_error = NULL;
-        log_warning("content gc (%s%s) failed after %.1fs: %s", g->trigger, g->dry_run ? ", dry run" : "",
+        log_context(LOG_WARNING, 0, &(const LogContext) { .message_id = LAYOUTD_MESSAGE_GC_FAILED },
+                    "content gc (%s%s) failed after %.1fs: %s", g->trigger, g->dry_run ? ", dry run" : "",
                     (double) took / USEC_PER_SEC, g->last_error ?: "?");
         json_object_object_add(ev, "error", json_object_new_string(g->last_error ?: "?"));
         agent_event(a, "gc.failed", ev);

@@ -102,14 +102,14 @@ static void log_result(const ApplyResult *res) {
         for (size_t k = 0; k < v->n_steps; k++) {
             const ApplyStepResult *s = &v->steps[k];
             if (s->error < 0)
-                log_error("volume %s: %s: failed: %s", v->volume, s->description,
-                          s->message ? s->message : strerror(-s->error));
+                log_volume(LOG_ERR, v->volume, NULL, "volume %s: %s: failed: %s", v->volume, s->description,
+                           s->message ? s->message : strerror(-s->error));
             else if (s->changed)
-                log_info("volume %s: %s%s%s", v->volume, s->description, s->message ? ": " : "",
-                         s->message ? s->message : "");
+                log_volume(LOG_INFO, v->volume, NULL, "volume %s: %s%s%s", v->volume, s->description,
+                           s->message ? ": " : "", s->message ? s->message : "");
         }
         for (char **n = v->notes; n && *n; n++)
-            log_warning("volume %s: %s", v->volume, *n);
+            log_volume(LOG_WARNING, v->volume, NULL, "volume %s: %s", v->volume, *n);
         switch (v->outcome) {
         case APPLY_OUTCOME_FAILED:
             log_error("volume %s: failed%s: %s", v->volume, v->rolled_back ? " (rolled back)" : "",

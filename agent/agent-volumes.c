@@ -79,8 +79,9 @@ void agent_volumes_changed(Agent *a) {
             continue;
         }
         const char *before = s->reported ? volume_health_to_string(s->reported_health) : NULL;
-        log_full_errno(health_priority(h), 0, "volume %s: health %s -> %s%s%s", s->name, before ?: "unknown",
-                       volume_health_to_string(h), problem ? ": " : "", problem ?: "");
+        log_volume(health_priority(h), s->name, h >= VOLUME_HEALTH_DEGRADED ? LAYOUTD_MESSAGE_VOLUME_DEGRADED : NULL,
+                   "volume %s: health %s -> %s%s%s", s->name, before ?: "unknown", volume_health_to_string(h),
+                   problem ? ": " : "", problem ?: "");
         json_object *f = json_object_new_object();
         json_object_object_add(f, "volume", json_object_new_string(s->name));
         json_object_object_add(f, "from", before ? json_object_new_string(before) : NULL);

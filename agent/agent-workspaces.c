@@ -660,6 +660,7 @@ static void on_removed(Supervisor *s, const char *id, void *userdata) {
     _cleanup_free_ char *dir = NULL;
     if (j->op)
         api_operation_step_done(j->op, j->step, 0, NULL);
+    agent_cgroups_forget(a, id);
     agent_place_context(a, &ctx);
     /* The record says "inactive" first: a crash half-way through the
      * deletion leaves kept (partial) data that a second destroy finishes,
@@ -758,6 +759,7 @@ json_object *agent_workspace_json(Agent *a, const WorkspaceRecord *w) {
     J_ADD("created_at", json_object_new_int64((int64_t) (w->created_at / USEC_PER_SEC)));
     J_ADD("active", json_object_new_boolean(w->active));
     J_ADD("volume", JSTR(w->volume));
+    J_ADD("cgroup", agent_cgroups_workspace_json(a, w->id));
     J_ADD("state_dir", JSTR(w->state_dir));
     J_ADD("mountpoint", JSTR(w->mountpoint));
     json_object *labels = json_object_new_object();
@@ -824,23 +826,56 @@ json_object *agent_workspace_json(Agent *a, const WorkspaceRecord *w) {
 
 /* ---- the supervisor's callbacks -------------------------------------------- */
 
+/* A daemon's line may carry a "<N>" priority prefix (the sd-daemon(3)
+ * convention); the rest are LOG_INFO. */
+static int line_priority(const char **line, int level) {
+    const char *l = *line;
+    if (l[0] == '<' && l[1] >= '0' && l[1] <= '7' && l[2] == '>') {
+        *line = l + 3;
+        return l[1] - '0';
+    }
+    return level;
+}
+
 static void on_log(const char *id, int level, const char *line, void *userdata) {
-    if (id)
-        log_internal(level, 0, "workspace %s: %s", id, line);
-    else
+    Agent *a = userdata;
+    if (!id) {
         log_internal(level, 0, "supervisor: %s", line);
+        return;
+    }
+    /* The daemon's own lines come as the daemon's in the journal (its
+     * name and pid), with the workspace and its volume as fields:
+     * `journalctl LAYOUTD_WORKSPACE=ws-1`. The supervisor's messages about
+     * a workspace carry the fields too. */
+    WorkspaceRecord *w = state_record_find_workspace(agent_record(a), id);
+    LogContext c = { .workspace = id, .volume = w ? w->volume : NULL };
+    WorkspaceStatus st;
+    const char *cmd = agent_layout(a)->workspace.command ? agent_layout(a)->workspace.command[0] : NULL;
+    if (level == LOG_INFO && a->supervisor && supervisor_get_status(a->supervisor, id, &st) >= 0 && st.pid > 0) {
+        level = line_priority(&line, level);
+        c.pid = st.pid;
+        c.identifier = cmd && strrchr(cmd, '/') ? strrchr(cmd, '/') + 1 : cmd;
+    }
+    log_context(level, 0, &c, "workspace %s: %s", id, line);
 }
 
 static void on_state_change(const char *id, SupervisorState old_state, SupervisorState new_state, void *userdata) {
     Agent *a = userdata;
     int level = new_state == SUPERVISOR_FAILED ? LOG_ERR : new_state == SUPERVISOR_BACKOFF ? LOG_WARNING : LOG_INFO;
-    log_internal(level, 0, "workspace %s: %s -> %s", id, supervisor_state_to_string(old_state),
-                 supervisor_state_to_string(new_state));
+    log_workspace(level, id, new_state == SUPERVISOR_FAILED ? LAYOUTD_MESSAGE_CRASH_LOOP : NULL,
+                  "workspace %s: %s -> %s%s", id, supervisor_state_to_string(old_state),
+                  supervisor_state_to_string(new_state),
+                  new_state == SUPERVISOR_FAILED ? " (crash loop: `layoutctl restart` brings it back)" : "");
     json_object *f = json_object_new_object();
     json_object_object_add(f, "workspace", json_object_new_string(id));
     json_object_object_add(f, "from", json_object_new_string(supervisor_state_to_string(old_state)));
     json_object_object_add(f, "to", json_object_new_string(supervisor_state_to_string(new_state)));
     agent_event(a, "workspace.state", f);
+    if (new_state == SUPERVISOR_STARTING || new_state == SUPERVISOR_RUNNING) {
+        WorkspaceStatus st;
+        if (a->supervisor && supervisor_get_status(a->supervisor, id, &st) >= 0)
+            agent_cgroups_daemon_running(a, id, st.pid);
+    }
     check_waiters(a, id);
     if (a->ready)
         agent_update_status(a);

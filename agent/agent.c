@@ -4,9 +4,9 @@
  * the record), serve the API at once (reads; changes once ready), bring the
  * volumes up in a worker, then re-adopt or start the workspaces and say
  * READY=1. SIGHUP reloads (a bad layout is refused and the old one keeps
- * running); SIGTERM stops every workspace gracefully and exits; SIGUSR2
- * exits and leaves the workspaces serving (for upgrades: the next agent
- * re-adopts them).
+ * running); SIGTERM exits and leaves the workspaces serving for the next
+ * agent to re-adopt (unless workspace.on_agent_stop is stop); SIGINT stops
+ * every workspace gracefully and exits; SIGUSR2 always leaves them.
  */
 #include <inttypes.h>
 #include <signal.h>
@@ -57,6 +57,7 @@ Agent *agent_free(Agent *a) {
     agent_flush_probe_stop(a);
     agent_vdo_stop(a);
     agent_gc_stop(a);
+    agent_cgroups_stop(a);
     agent_volumes_unwatch(a);
     agent_jobs_abandon(a);
     for (size_t i = 0; i < a->n_probes; i++)
@@ -133,6 +134,7 @@ static void on_reload_applied(Agent *a, int error, const char *message, ApplyRes
     (void) agent_flush_probe_start(a);
     (void) agent_vdo_start(a);
     (void) agent_gc_start(a);
+    agent_cgroups_layout_changed(a);
     (void) sd_notify(false, "READY=1");
     agent_update_status(a);
     if (job->op) {
@@ -188,7 +190,8 @@ int agent_reload(Agent *a, ApiOperation *op, char **ret_error) {
     if (r < 0) {
         free(a->last_reload_error);
         a->last_reload_error = strdup(error ?: "invalid layout");
-        log_error("Reload refused, the old layout keeps running:\n%s", error ?: "(out of memory)");
+        log_context(LOG_ERR, 0, &(const LogContext) { .message_id = LAYOUTD_MESSAGE_RELOAD_REFUSED },
+                    "Reload refused, the old layout keeps running:\n%s", error ?: "(out of memory)");
         json_object *f = json_object_new_object();
         json_object_object_add(f, "message", json_object_new_string(error ?: "invalid layout"));
         agent_event(a, "reload.refused", f);
@@ -298,57 +301,57 @@ static void on_all_stopped(Supervisor *s, void *userdata) {
     exit_when_idle(a);
 }
 
-/* `touch /run/layoutd/restart && systemctl restart layoutd` (or
- * LAYOUTD_KEEP_DAEMONS=1 in the environment) turns the next SIGTERM into a
- * detach: with KillMode=process, systemd only signals us, so the FUSE daemons
- * keep serving and the restarted agent re-adopts them. docs/supervision.md. */
-#define RESTART_FLAG "/run/layoutd/restart"
-
-static bool keep_daemons_on_stop(void) {
-    const char *e = getenv("LAYOUTD_KEEP_DAEMONS");
-    return (e && streq(e, "1")) || access(RESTART_FLAG, F_OK) == 0;
-}
-
-static int on_detach_signal(sd_event_source *s, const struct signalfd_siginfo *si, void *userdata);
-
-static int on_stop_signal(sd_event_source *s, const struct signalfd_siginfo *si, void *userdata) {
-    Agent *a = userdata;
-    if (keep_daemons_on_stop()) {
-        (void) unlink(RESTART_FLAG);
-        return on_detach_signal(s, si, userdata);
-    }
+/* Stops the agent: with stop_workspaces every daemon is stopped first
+ * (in parallel, each with its stop_timeout); without, they are left
+ * serving for the next agent to re-adopt. Either way a volume job still
+ * running finishes first. */
+void agent_stop(Agent *a, bool stop_workspaces, const char *why) {
     if (a->stopping) {
         log_notice("Stop already in progress");
-        return 0;
+        return;
     }
     a->stopping = true;
-    log_info("Received %s: stopping every workspace", strsignal((int) si->ssi_signo));
     (void) sd_notify(false, "STOPPING=1");
     api_set_state(a->api, API_STATE_STOPPING);
     agent_flush_probe_stop(a);
     agent_vdo_stop(a);
     agent_gc_stop(a);
-    if (!a->supervisor || supervisor_count(a->supervisor) == 0) {
+    size_t n = a->supervisor ? supervisor_count(a->supervisor) : 0;
+    if (!stop_workspaces || n == 0) {
+        if (n > 0)
+            log_notice("%s: exiting, leaving %zu workspace(s) serving for the next agent to re-adopt", why, n);
+        else
+            log_info("%s: exiting", why);
         exit_when_idle(a);
-        return 0;
+        return;
     }
-    /* Daemons stop in parallel; each gets its stop_timeout, the whole stop
-     * a little more before stragglers get SIGKILL. */
+    log_info("%s: stopping every workspace", why);
     usec_t total = agent_layout(a)->workspace.stop_timeout + 5 * USEC_PER_SEC;
     int r = supervisor_stop_all(a->supervisor, total, on_all_stopped, a);
     if (r < 0) {
         log_error_errno(r, "Failed to stop workspaces: %m");
-        return sd_event_exit(a->event, 1);
+        (void) sd_event_exit(a->event, 1);
     }
+}
+
+/* SIGTERM is the service manager's (systemctl stop, restart, an upgrade):
+ * the workspaces keep serving unless the layout says on_agent_stop: stop,
+ * as Docker's live-restore keeps containers. SIGINT is a person at a
+ * terminal pressing Ctrl-C: everything stops. SIGUSR2 always keeps them. */
+static int on_stop_signal(sd_event_source *s, const struct signalfd_siginfo *si, void *userdata) {
+    Agent *a = userdata;
+    char why[64];
+    snprintf(why, sizeof why, "Received %s", strsignal((int) si->ssi_signo));
+    agent_stop(a, si->ssi_signo == SIGINT || agent_layout(a)->workspace.stop_with_agent, why);
     return 0;
 }
 
 static int on_detach_signal(sd_event_source *s, const struct signalfd_siginfo *si, void *userdata) {
     Agent *a = userdata;
-    log_notice("Received %s: exiting and leaving workspaces serving for the next agent to re-adopt",
-               strsignal((int) si->ssi_signo));
-    (void) sd_notify(false, "STOPPING=1");
-    return sd_event_exit(a->event, 0);
+    char why[64];
+    snprintf(why, sizeof why, "Received %s", strsignal((int) si->ssi_signo));
+    agent_stop(a, false, why);
+    return 0;
 }
 
 static int on_reload_signal(sd_event_source *s, const struct signalfd_siginfo *si, void *userdata) {
@@ -393,10 +396,6 @@ int agent_run(Agent *a) {
     if (r < 0)
         log_warning_errno(r, "Failed to enable the watchdog, ignoring: %m");
 
-    /* A restart flag is for the agent that was running when it was set:
-     * left over, it would make our next stop leave the workspaces up. */
-    (void) unlink(RESTART_FLAG);
-
     r = agent_api_start(a);
     if (r < 0)
         return r;
@@ -406,6 +405,9 @@ int agent_run(Agent *a) {
     r = agent_capacity_start(a);
     if (r < 0)
         log_warning_errno(r, "Cannot set up the capacity watch, growth follows the 10 s observation only: %m");
+    r = agent_cgroups_start(a);
+    if (r < 0)
+        log_warning_errno(r, "Cannot set up per-workspace cgroups, ignoring: %m");
 
     log_info("layoutd %s: layout %s (root %s, generation %" PRIu64 ")", LAYOUTD_VERSION, a->engine->layout_path,
              agent_layout(a)->root, a->generation);

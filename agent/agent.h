@@ -21,6 +21,8 @@
  *                       each volume's health and its findings
  *   agent-gc.c          the content pool's sweep (a child), on a timer, when
  *                       the pool runs low, and on POST /v1/gc
+ *   agent-cgroups.c     a systemd scope (cgroup) per daemon, with limits;
+ *                       its CPU, memory, I/O and pressure
  *   agent-vdo.c         vdo-xfs: periodic fstrim, mode changes logged
  *
  * The record (src/state) is owned here (engine->record) and saved after
@@ -31,6 +33,7 @@
 
 #include "api.h"
 #include "capacity.h"
+#include "cgroup.h"
 #include "engine.h"
 #include "layout.h"
 #include "metrics.h"
@@ -71,6 +74,7 @@ typedef struct VolumeState {
 } VolumeState;
 
 typedef struct VolumeJob VolumeJob;
+typedef struct AgentCgroups AgentCgroups;
 typedef struct PendingCarve PendingCarve;
 typedef struct WorkspaceWaiter WorkspaceWaiter;
 typedef struct AgentVdo AgentVdo;
@@ -96,6 +100,7 @@ typedef struct Agent {
     bool watch_ended;            /* the watch worker exited on its own */
     usec_t watch_quiet_since;    /* CLOCK_MONOTONIC: no volume near since */
     struct AgentGc *gc;          /* agent-gc.c; NULL without a sweep */
+    AgentCgroups *cgroups;       /* agent-cgroups.c */
 
     /* Volume jobs (agent-jobs.c): running, then queued, in order. */
     VolumeJob *jobs;
@@ -117,6 +122,7 @@ typedef struct Agent {
     bool ready;
     bool stopping;
     bool exit_after_jobs;        /* stopping: exit once the last job ended */
+    bool shutdown_stop_workspaces; /* POST /v1/shutdown's choice */
 
     FlushProbe *probes;
     size_t n_probes;
@@ -145,6 +151,9 @@ int agent_run(Agent *a);
 /* Reloads the layout: refused (and kept running) when invalid; otherwise
  * the difference is applied by a job. op (may be NULL) ends when done. */
 int agent_reload(Agent *a, ApiOperation *op, char **ret_error);
+/* Stops the agent (signals, POST /v1/shutdown): the daemons stopped first,
+ * or left serving for the next agent to re-adopt. */
+void agent_stop(Agent *a, bool stop_workspaces, const char *why);
 void agent_update_status(Agent *a);
 /* The layout and the record, for short. */
 static inline const Layout *agent_layout(const Agent *a) {
@@ -222,6 +231,20 @@ uint64_t agent_capacity_growable(Agent *a, const VolumeObservation *v);
 unsigned agent_capacity_carvable(Agent *a, const Pool *p, unsigned existing, unsigned refused,
                                  const char **ret_limit);
 void agent_capacity_metrics(Agent *a, MetricsWriter *w);
+
+/* agent-cgroups.c */
+int agent_cgroups_start(Agent *a);
+void agent_cgroups_stop(Agent *a);
+/* A workspace's daemon runs (started, or re-adopted): into its scope. */
+void agent_cgroups_daemon_running(Agent *a, const char *id, pid_t pid);
+/* A reload: every running daemon's scope gets the layout's limits. */
+void agent_cgroups_layout_changed(Agent *a);
+void agent_cgroups_forget(Agent *a, const char *id);
+/* {"enabled", "reason"} for /v1/status; a workspace's cgroup object (or
+ * NULL when it has none); the layoutd_workspace_* cgroup families. */
+json_object *agent_cgroups_status_json(Agent *a);
+json_object *agent_cgroups_workspace_json(Agent *a, const char *id);
+void agent_cgroups_metrics(Agent *a, MetricsWriter *w);
 
 /* agent-gc.c */
 int agent_gc_start(Agent *a);

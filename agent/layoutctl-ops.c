@@ -7,6 +7,9 @@
  */
 #include <inttypes.h>
 #include <stdio.h>
+#include <sys/socket.h>
+#include <sys/un.h>
+#include <unistd.h>
 
 #include "layout.h"
 #include "layoutctl-http.h"
@@ -266,4 +269,83 @@ int layoutctl_gc(int argc, char **argv, const LayoutctlGlobals *g) {
     }
     reply_done(&r);
     return ec;
+}
+
+static int set_stop(const char *arg, void *userdata) {
+    *(int *) userdata = 1;
+    return 0;
+}
+
+static int set_keep(const char *arg, void *userdata) {
+    *(int *) userdata = 0;
+    return 0;
+}
+
+/* The agent is gone when nothing listens on its socket any more (asked
+ * with a bare connect, which prints nothing). */
+static bool agent_gone(const ClientOptions *o) {
+    struct sockaddr_un sa = { .sun_family = AF_UNIX };
+    if (strlen(o->args.socket_path) >= sizeof sa.sun_path)
+        return true;
+    strcpy(sa.sun_path, o->args.socket_path);
+    _cleanup_close_ int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    if (fd < 0)
+        return false;
+    return connect(fd, (struct sockaddr *) &sa, sizeof sa) < 0 && (errno == ECONNREFUSED || errno == ENOENT);
+}
+
+int layoutctl_shutdown(int argc, char **argv, const LayoutctlGlobals *g) {
+    static const char usage[] =
+        "Usage: layoutctl shutdown [--stop-workspaces | --keep-workspaces] [--no-wait] [--json] [--socket PATH]\n"
+        "\n"
+        "Stops the agent. By default its workspaces do what the layout's\n"
+        "workspace.on_agent_stop says (keep: they go on serving and the next agent\n"
+        "re-adopts them, as after `systemctl restart`). Waits until the agent exited.\n"
+        "Under systemd the unit then stays stopped until `systemctl start layoutd`.\n"
+        "\n"
+        "  --stop-workspaces  stop every workspace's daemon first (unmounting it)\n"
+        "  --keep-workspaces  leave them serving\n" CLIENT_WAIT_HELP CLIENT_COMMON_HELP;
+    int stop = -1;
+    static const ClientExtraOption extra[] = {
+        { { "stop-workspaces", no_argument, NULL, 0 }, set_stop },
+        { { "keep-workspaces", no_argument, NULL, 0 }, set_keep },
+    };
+    ClientOptions o;
+    int ec = client_parse(argc, argv, g, CLIENT_OPT_WAIT, extra, ELEMENTSOF(extra), &stop, 0, usage, &o);
+    if (ec != 0)
+        return ec < 0 ? LAYOUTCTL_EXIT_OK : ec;
+    const char *path = stop < 0 ? "/v1/shutdown" : stop ? "/v1/shutdown?stop_workspaces=true"
+                                                         : "/v1/shutdown?stop_workspaces=false";
+    Reply r = {};
+    ec = client_call("shutdown", &o.args, "POST", path, NULL, &r);
+    if (ec != 0)
+        return ec;
+    if (r.status != 202) {
+        ec = client_report_error("shutdown", &o.args, &r);
+        reply_done(&r);
+        return ec;
+    }
+    bool stops = streq_ptr(jstr(r.json, "workspaces"), "stop");
+    int64_t n = jint(r.json, "count");
+    if (o.args.json)
+        client_print_raw(&r);
+    reply_done(&r);
+    if (o.no_wait)
+        return LAYOUTCTL_EXIT_OK;
+    /* Stopping every daemon takes up to its stop_timeout; a job running
+     * finishes first. Ten minutes is far past both. */
+    for (unsigned i = 0; i < 6000 && !agent_gone(&o); i++)
+        usleep(100 * 1000);
+    if (!agent_gone(&o)) {
+        fprintf(stderr, "layoutctl shutdown: the agent still answers after 10 minutes\n");
+        return LAYOUTCTL_EXIT_FAILURE;
+    }
+    if (!o.args.json) {
+        if (stops)
+            printf("The agent stopped, and its %" PRId64 " workspace(s) with it\n", n);
+        else
+            printf("The agent stopped; its %" PRId64 " workspace(s) go on serving (the next agent re-adopts them)\n",
+                   n);
+    }
+    return LAYOUTCTL_EXIT_OK;
 }

@@ -43,5 +43,6 @@ int layoutctl_rm(int argc, char **argv, const LayoutctlGlobals *g);
 int layoutctl_restart(int argc, char **argv, const LayoutctlGlobals *g);
 int layoutctl_reload(int argc, char **argv, const LayoutctlGlobals *g);
 int layoutctl_gc(int argc, char **argv, const LayoutctlGlobals *g);
+int layoutctl_shutdown(int argc, char **argv, const LayoutctlGlobals *g);
 int layoutctl_show(int argc, char **argv, const LayoutctlGlobals *g);
 int layoutctl_events(int argc, char **argv, const LayoutctlGlobals *g);

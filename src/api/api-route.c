@@ -28,6 +28,10 @@ const ApiRouteSpec api_routes[_API_ROUTE_MAX] = {
                            .operation = true, .query = API_QUERY_WAIT, .default_wait_sec = 60 },
     [API_ROUTE_GC] = { API_ROUTE_GC, "POST", "/v1/gc", API_PARAM_NONE, 200, .mutating = true, .operation = true,
                        .query = API_QUERY_WAIT | API_QUERY_DRY_RUN, .default_wait_sec = 0 },
+    /* Answered at once (202): the agent is going away, so there is nothing
+     * to wait on through it; the client watches the socket instead. */
+    [API_ROUTE_SHUTDOWN] = { API_ROUTE_SHUTDOWN, "POST", "/v1/shutdown", API_PARAM_NONE, 202, .mutating = true,
+                             .query = API_QUERY_STOP_WORKSPACES },
     [API_ROUTE_CAPACITY] = { API_ROUTE_CAPACITY, "GET", "/v1/capacity", API_PARAM_NONE, 200 },
     [API_ROUTE_OPERATIONS] = { API_ROUTE_OPERATIONS, "GET", "/v1/operations", API_PARAM_NONE, 200 },
     [API_ROUTE_OPERATION] = { API_ROUTE_OPERATION, "GET", "/v1/operations/{id}", API_PARAM_OPERATION, 200,
@@ -49,6 +53,7 @@ static const char *const api_route_id_table[_API_ROUTE_MAX] = {
     [API_ROUTE_WORKSPACE_RESTART] = "workspace-restart",
     [API_ROUTE_RELOAD] = "reload",
     [API_ROUTE_GC] = "gc",
+    [API_ROUTE_SHUTDOWN] = "shutdown",
     [API_ROUTE_CAPACITY] = "capacity",
     [API_ROUTE_OPERATIONS] = "operations",
     [API_ROUTE_OPERATION] = "operation",
@@ -202,6 +207,7 @@ static const struct {
     { "destroy_data", API_QUERY_DESTROY_DATA },
     { "since", API_QUERY_SINCE },
     { "dry_run", API_QUERY_DRY_RUN },
+    { "stop_workspaces", API_QUERY_STOP_WORKSPACES },
 };
 
 /* The names a route takes, for the error message. */
@@ -251,15 +257,20 @@ int api_query_parse(const ApiRouteSpec *route, const char *key, const char *valu
         return 0;
     }
     case API_QUERY_DESTROY_DATA:
-    case API_QUERY_DRY_RUN: {
+    case API_QUERY_DRY_RUN:
+    case API_QUERY_STOP_WORKSPACES: {
         bool b;
         /* "?destroy_data" alone is ambiguous: refused rather than guessed. */
         if (!value || api_parse_bool(value, &b) < 0)
             return api_error_set(err, -EINVAL, 400, "bad_request", "%s must be true or false", key);
         if (k == API_QUERY_DESTROY_DATA)
             q->destroy_data = b;
-        else
+        else if (k == API_QUERY_DRY_RUN)
             q->dry_run = b;
+        else {
+            q->has_stop_workspaces = true;
+            q->stop_workspaces = b;
+        }
         return 0;
     }
     }

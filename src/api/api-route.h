@@ -34,6 +34,7 @@ typedef enum ApiRouteId {
     API_ROUTE_WORKSPACE_RESTART, /* POST   /v1/workspaces/{id}/restart */
     API_ROUTE_RELOAD,            /* POST   /v1/reload */
     API_ROUTE_GC,                /* POST   /v1/gc[?dry_run=true] */
+    API_ROUTE_SHUTDOWN,          /* POST   /v1/shutdown[?stop_workspaces=true] */
     API_ROUTE_CAPACITY,          /* GET    /v1/capacity */
     API_ROUTE_OPERATIONS,        /* GET    /v1/operations */
     API_ROUTE_OPERATION,         /* GET    /v1/operations/{id}[?wait=S] */
@@ -60,6 +61,7 @@ typedef enum ApiQueryKey {
     API_QUERY_DESTROY_DATA = 1u << 1,  /* destroy_data=true|false */
     API_QUERY_SINCE = 1u << 2,         /* since=SEQ: events after SEQ */
     API_QUERY_DRY_RUN = 1u << 3,       /* dry_run=true|false */
+    API_QUERY_STOP_WORKSPACES = 1u << 4, /* stop_workspaces=true|false */
 } ApiQueryKey;
 
 typedef enum ApiBodyKind {
@@ -152,6 +154,8 @@ typedef struct ApiQuery {
     bool has_since;
     uint64_t since;
     bool dry_run;
+    bool has_stop_workspaces;
+    bool stop_workspaces;
 } ApiQuery;
 
 /*

@@ -254,6 +254,27 @@ static json_object *workspace_to_json(Out *o, const WorkspaceConfig *w) {
     add_duration(o, j, "stop_timeout", w->stop_timeout);
     add_duration(o, j, "hang_timeout", w->hang_timeout);
     add_bool(o, j, "restart_on_hang", w->restart_on_hang);
+    add_str(o, j, "on_agent_stop", w->stop_with_agent ? "stop" : "keep");
+    add(o, j, "oom_score_adjust", json_object_new_int(w->oom_score_adjust));
+    json_object *res = new_object(o);
+    if (res) {
+        const WorkspaceResources *r = &w->resources;
+        if (r->memory_max == UINT64_MAX)
+            add_str(o, res, "memory_max", "infinity");
+        else
+            add_size(o, res, "memory_max", r->memory_max);
+        if (r->memory_high == UINT64_MAX)
+            add_str(o, res, "memory_high", "infinity");
+        else
+            add_size(o, res, "memory_high", r->memory_high);
+        add_u64(o, res, "cpu_weight", r->cpu_weight);
+        add_u64(o, res, "io_weight", r->io_weight);
+        if (r->tasks_max == UINT64_MAX)
+            add_str(o, res, "tasks_max", "infinity");
+        else
+            add_u64(o, res, "tasks_max", r->tasks_max);
+        add(o, j, "resources", res);
+    }
     json_object *a = json_object_new_array();
     if (a)
         for (size_t i = 0; i < w->n_static_workspaces; i++) {

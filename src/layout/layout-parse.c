@@ -334,8 +334,44 @@ static void parse_pools(Parser *p, const LayoutNode *n, const LayoutNode *key, L
 
 static const char *const workspace_keys[] = {
     "mount_root", "command", "user", "group", "environment", "dir_mode", "restart", "backoff", "crash_loop",
-    "ready_timeout", "stop_timeout", "hang_timeout", "restart_on_hang", "workspaces", NULL,
+    "ready_timeout", "stop_timeout", "hang_timeout", "restart_on_hang", "workspaces", "on_agent_stop",
+    "oom_score_adjust", "resources", NULL,
 };
+static const char *const on_agent_stop_names[] = { "keep", "stop", NULL };
+static const char *const resources_keys[] = { "memory_max", "memory_high", "cpu_weight", "io_weight", "tasks_max", NULL };
+
+/* A size, or "infinity" for no limit. */
+static bool get_limit(Parser *p, const LayoutNode *n, const char *key, uint64_t *out) {
+    if (n->type == LAYOUT_NODE_SCALAR && !n->invalid && n->value && streq(n->value, "infinity")) {
+        *out = UINT64_MAX;
+        return true;
+    }
+    return lp_get_size(p, n, key, out);
+}
+
+static void parse_resources(Parser *p, const LayoutNode *n, WorkspaceResources *r) {
+    if (!lp_map_check(p, n, resources_keys, NULL, "resources"))
+        return;
+    LayoutNode *v, *mh = lp_map_get(n, "memory_high", NULL), *mm = lp_map_get(n, "memory_max", NULL);
+    bool high_ok = !mh || get_limit(p, mh, "resources.memory_high", &r->memory_high);
+    bool max_ok = !mm || get_limit(p, mm, "resources.memory_max", &r->memory_max);
+    if (high_ok && max_ok && r->memory_high != UINT64_MAX && r->memory_max != UINT64_MAX &&
+        r->memory_high > r->memory_max)
+        lp_err(p, mh ?: mm, "resources.memory_high (throttling) must not be above resources.memory_max (the OOM "
+               "kill), or it never acts");
+    if (max_ok && r->memory_max < 64 * MIB)
+        lp_err(p, mm, "resources.memory_max: at least 64MiB, or a FUSE daemon cannot hold its own buffers");
+    if ((v = lp_map_get(n, "cpu_weight", NULL)))
+        (void) lp_get_unsigned(p, v, "resources.cpu_weight", 1, 10000, &r->cpu_weight);
+    if ((v = lp_map_get(n, "io_weight", NULL)))
+        (void) lp_get_unsigned(p, v, "resources.io_weight", 1, 10000, &r->io_weight);
+    if ((v = lp_map_get(n, "tasks_max", NULL))) {
+        if (v->type == LAYOUT_NODE_SCALAR && !v->invalid && v->value && streq(v->value, "infinity"))
+            r->tasks_max = UINT64_MAX;
+        else
+            (void) lp_get_uint(p, v, "resources.tasks_max", 16, UINT32_MAX, &r->tasks_max);
+    }
+}
 
 /* The same grammar as the expansion in src/supervise/argv.c: "{name}" is a
  * placeholder, "{{" and "}}" are literal braces, a lone "}" is a typo.
@@ -590,6 +626,13 @@ static void parse_workspace(Parser *p, const LayoutNode *n, Layout *l) {
         lp_err(p, v, "restart_on_hang: needs a hang_timeout other than 0 (0 turns the hang watch off)");
     if ((v = lp_map_get(n, "workspaces", NULL)))
         parse_static_workspaces(p, v, w);
+    if ((v = lp_map_get(n, "on_agent_stop", NULL)) && lp_get_enum(p, v, "on_agent_stop", on_agent_stop_names, &e))
+        w->stop_with_agent = e == 1;
+    int64_t adj;
+    if ((v = lp_map_get(n, "oom_score_adjust", NULL)) && lp_get_int(p, v, "oom_score_adjust", -1000, 1000, &adj))
+        w->oom_score_adjust = (int) adj;
+    if ((v = lp_map_get(n, "resources", NULL)))
+        parse_resources(p, v, &w->resources);
 }
 
 /* ---- api ---- */
@@ -650,6 +693,11 @@ static int layout_new_defaults(const char *name, Layout **ret) {
         .stop_timeout = 10 * USEC_PER_SEC,
         .hang_timeout = 120 * USEC_PER_SEC,
         .mount_root_is_default = true,
+        /* One runaway daemon must not starve the others: memory is
+         * throttled at 4 GiB and killed at 8 GiB, CPU and I/O are shared
+         * evenly, and a fork bomb stops at 4096 tasks. */
+        .resources = { .memory_max = 8 * GIB, .memory_high = 4 * GIB, .cpu_weight = 100, .io_weight = 100,
+                       .tasks_max = 4096 },
     };
     l->api = (ApiConfig) {
         .socket_mode = 0660,

@@ -60,6 +60,8 @@ bool lp_get_uint(Parser *p, const LayoutNode *n, const char *key, uint64_t min, 
 bool lp_get_unsigned(Parser *p, const LayoutNode *n, const char *key, unsigned min, unsigned max,
                      unsigned *out);
 bool lp_get_size(Parser *p, const LayoutNode *n, const char *key, uint64_t *out);
+/* A signed whole number in min..max. */
+bool lp_get_int(Parser *p, const LayoutNode *n, const char *key, int64_t min, int64_t max, int64_t *out);
 /* "80%" (the % is required, so that 80 and 0.8 cannot be confused):
  * a whole percent in min..max. */
 bool lp_get_percent(Parser *p, const LayoutNode *n, const char *key, unsigned min, unsigned max, unsigned *out);

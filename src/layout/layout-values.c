@@ -291,6 +291,27 @@ bool lp_get_unsigned(Parser *p, const LayoutNode *n, const char *key, unsigned m
     return true;
 }
 
+bool lp_get_int(Parser *p, const LayoutNode *n, const char *key, int64_t min, int64_t max, int64_t *out) {
+    const char *s = lp_get_scalar(p, n, key, "a whole number");
+    if (!s)
+        return false;
+    const char *c = s + (*s == '-' || *s == '+');
+    bool ok = *c != 0 && strlen(c) <= 18;
+    for (const char *d = c; ok && *d; d++)
+        ok = isdigit((unsigned char) *d);
+    if (!ok) {
+        lp_err(p, n, "%s: expected a whole number (%" PRId64 "..%" PRId64 "), got '%s'", key, min, max, s);
+        return false;
+    }
+    int64_t v = strtoll(s, NULL, 10);
+    if (v < min || v > max) {
+        lp_err(p, n, "%s: must be between %" PRId64 " and %" PRId64 ", got %s", key, min, max, s);
+        return false;
+    }
+    *out = v;
+    return true;
+}
+
 bool lp_get_size(Parser *p, const LayoutNode *n, const char *key, uint64_t *out) {
     const char *s = lp_get_scalar(p, n, key, "a size such as 512MiB or 4G");
     if (!s)

@@ -172,6 +172,16 @@ typedef struct StaticWorkspace {
     uint64_t quota;                  /* bytes, 0 = none */
 } StaticWorkspace;
 
+/* cgroup v2 limits of each workspace's daemon (its own cgroup; see
+ * docs/supervision.md). UINT64_MAX: no limit ("infinity"). */
+typedef struct WorkspaceResources {
+    uint64_t memory_max;             /* memory.max; default 8 GiB */
+    uint64_t memory_high;            /* memory.high (throttle); default 4 GiB */
+    unsigned cpu_weight;             /* cpu.weight 1..10000; default 100 */
+    unsigned io_weight;              /* io.weight 1..10000; default 100 */
+    uint64_t tasks_max;              /* pids.max; default 4096 */
+} WorkspaceResources;
+
 typedef struct WorkspaceConfig {
     char *mount_root;                /* default <root>/workspaces */
     char **command;                  /* argv template; command[0] absolute.
@@ -195,6 +205,11 @@ typedef struct WorkspaceConfig {
     usec_t hang_timeout;             /* FUSE requests stuck this long =
                                         hung; 0 = no watch; default 120 s */
     bool restart_on_hang;            /* default false: report only */
+    bool stop_with_agent;            /* on_agent_stop: stop (default keep:
+                                        the daemons outlive the agent, which
+                                        re-adopts them when it starts) */
+    int oom_score_adjust;            /* of each daemon, -1000..1000; default 0 */
+    WorkspaceResources resources;
     StaticWorkspace *static_workspaces;
     size_t n_static_workspaces;
     bool mount_root_is_default;      /* mount_root was not given: it follows

@@ -146,6 +146,27 @@ _Noreturn static void child(const SpawnParams *p, int errfd) {
     if (syscall(SYS_close_range, 3U, ~0U, CLOSE_RANGE_CLOEXEC) < 0)
         goto fail;
 
+    /* Before dropping privileges: lowering a score needs CAP_SYS_RESOURCE.
+     * A kernel that refuses is no reason not to run. */
+    if (p->set_oom_score_adjust) {
+        char num[16];
+        int n = 0, v = p->oom_score_adjust < 0 ? -p->oom_score_adjust : p->oom_score_adjust;
+        char tmp[16];
+        do
+            tmp[n++] = (char) ('0' + v % 10);
+        while ((v /= 10) > 0 && n < 10);
+        int k = 0;
+        if (p->oom_score_adjust < 0)
+            num[k++] = '-';
+        while (n > 0)
+            num[k++] = tmp[--n];
+        int fd = open("/proc/self/oom_score_adj", O_WRONLY | O_CLOEXEC);
+        if (fd >= 0) {
+            (void) !write(fd, num, (size_t) k);
+            close(fd);
+        }
+    }
+
     if (setgroups(0, NULL) < 0 || setresgid(p->creds->gid, p->creds->gid, p->creds->gid) < 0 ||
         setresuid(p->creds->uid, p->creds->uid, p->creds->uid) < 0)
         goto fail;

@@ -39,6 +39,10 @@ typedef struct SpawnParams {
     char *const *envp;
     const SpawnCredentials *creds;
     int output_fd;            /* stdout+stderr; -EBADF: /dev/null */
+    /* The agent runs with a low OOM score (the unit's OOMScoreAdjust=),
+     * which children inherit: the daemon gets its own. */
+    bool set_oom_score_adjust;
+    int oom_score_adjust;     /* -1000..1000 */
 } SpawnParams;
 
 /*

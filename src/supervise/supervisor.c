@@ -54,6 +54,7 @@ typedef struct Workspace {
     RestartPolicy restart;
     usec_t ready_timeout, stop_timeout, hang_timeout;
     bool restart_on_hang;
+    int oom_score_adjust;
 
     SupervisorState state;
     SupervisorIntent intent;
@@ -433,7 +434,8 @@ static int action_spawn(Workspace *w) {
         ws_log(w, LOG_WARNING, "no output capture (%s), daemon output goes to /dev/null",
                strerror(-r));
 
-    SpawnParams p = { .argv = w->argv, .envp = w->env, .creds = &w->creds, .output_fd = out };
+    SpawnParams p = { .argv = w->argv, .envp = w->env, .creds = &w->creds, .output_fd = out,
+                      .oom_score_adjust = w->oom_score_adjust, .set_oom_score_adjust = true };
     pid_t pid;
     int pidfd;
     usec_t t0 = now_mono();
@@ -674,6 +676,7 @@ void supervisor_spec_from_config(WorkspaceSpec *spec, const WorkspaceConfig *c) 
     spec->stop_timeout = c->stop_timeout;
     spec->hang_timeout = c->hang_timeout;
     spec->restart_on_hang = c->restart_on_hang;
+    spec->oom_score_adjust = c->oom_score_adjust;
 }
 
 int supervisor_new(sd_event *e, const SupervisorCallbacks *cb, void *userdata,
@@ -819,6 +822,7 @@ int supervisor_add(Supervisor *s, const WorkspaceSpec *spec, const DaemonRecord 
     w->stop_timeout = spec->stop_timeout ?: 10 * USEC_PER_SEC;
     w->hang_timeout = spec->hang_timeout;
     w->restart_on_hang = spec->restart_on_hang;
+    w->oom_score_adjust = spec->oom_score_adjust;
     w->state = SUPERVISOR_STOPPED;
     w->since = now_mono();
 

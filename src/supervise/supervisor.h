@@ -53,6 +53,7 @@ typedef struct WorkspaceSpec {
     usec_t stop_timeout;
     usec_t hang_timeout;        /* 0 = no hang watch */
     bool restart_on_hang;
+    int oom_score_adjust;       /* the daemon's /proc/PID/oom_score_adj */
 } WorkspaceSpec;
 
 /* Fills the policy fields of *spec (restart, backoff, crash loop, timeouts,

@@ -47,12 +47,13 @@ st() { cat "$WORK/http_status"; }
 # jq-like field extraction with Debian's python: jget JSON EXPR
 jget() { "$PY" -c 'import json,sys; d=json.loads(sys.argv[1]); print(eval(sys.argv[2]))' "$1" "$2"; }
 
+# stop_agent: SIGINT (Ctrl-C: every workspace stops with the agent).
 stop_agent() {
     [ -n "${AGENT_PID:-}" ] || return 0
-    kill -TERM "$AGENT_PID" 2>/dev/null || true
+    kill -INT "$AGENT_PID" 2>/dev/null || true
     local i
     for i in $(seq 1 600); do kill -0 "$AGENT_PID" 2>/dev/null || break; sleep 0.1; done
-    kill -0 "$AGENT_PID" 2>/dev/null && fail "agent did not exit after SIGTERM"
+    kill -0 "$AGENT_PID" 2>/dev/null && fail "agent did not exit after SIGINT"
     wait "$AGENT_PID" 2>/dev/null || true
     AGENT_PID=
 }

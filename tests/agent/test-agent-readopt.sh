@@ -3,7 +3,9 @@
 # and every FUSE daemon is re-adopted (same pids, no restart) while the
 # mounts keep serving; a daemon killed while the agent is down is cleaned up
 # and restarted, the others adopted; a second agent on the same root is
-# refused; SIGUSR2 exits leaving the workspaces up; a reboot-like loss of
+# refused; SIGUSR2 exits leaving the workspaces up, and so does SIGTERM by
+# default (layoutctl shutdown --stop-workspaces and on_agent_stop: stop
+# stop them); a reboot-like loss of
 # mounts and loop devices is re-attached without mkfs.
 TEST_NAME=agent-readopt
 . "$LAYOUTD_TESTS/lib/common.sh"
@@ -48,6 +50,37 @@ kill -USR2 "$AGENT_PID"; wait "$AGENT_PID" 2>/dev/null || true
 assert_eq data-1 "$(cat "$WORK/mnt/w1/f")" "w1 serves after SIGUSR2"
 start_agent "$L"
 wait_for 60 running 4 || fail "not all running after SIGUSR2 restart"
+
+# SIGTERM (systemctl stop / restart): by default the workspaces keep
+# serving, and the next agent re-adopts them, pids unchanged.
+pids() { jget "$(api GET /v1/workspaces)" "' '.join(sorted('%s=%s' % (w['id'], w['daemon']['pid']) for w in d['workspaces']))"; }
+before=$(pids)
+kill -TERM "$AGENT_PID"; wait "$AGENT_PID" 2>/dev/null || true
+grep -q 'exiting, leaving 4 workspace(s) serving' "$AGENT_LOG" || fail "SIGTERM did not say it keeps the workspaces"
+assert_eq data-2 "$(cat "$WORK/mnt/w2/f")" "w2 serves while no agent runs"
+start_agent "$L"
+wait_for 60 running 4 || fail "not all running after a SIGTERM restart"
+assert_eq "$before" "$(pids)" "daemon pids across a SIGTERM restart"
+
+# POST /v1/shutdown?stop_workspaces=true (layoutctl shutdown --stop-workspaces):
+# every daemon stops, then the agent exits.
+"$LAYOUTCTL" --socket "$SOCK" shutdown --stop-workspaces >"$WORK/shutdown.txt" || fail "shutdown: $(cat "$WORK/shutdown.txt")"
+grep -q 'stopped, and its 4 workspace(s) with it' "$WORK/shutdown.txt" || fail "shutdown said: $(cat "$WORK/shutdown.txt")"
+! kill -0 "$AGENT_PID" 2>/dev/null || fail "the agent still runs after shutdown"
+wait "$AGENT_PID" 2>/dev/null || true
+[ -z "$(findmnt -rn -o TARGET,FSTYPE | awk '$2 ~ /^fuse/' | grep "$WORK" || true)" ] || fail "FUSE mounts left after a stopping shutdown"
+# (a stopped daemon may linger as a zombie of a parent that is gone: only
+# a live one counts)
+alive() { [ -e "/proc/$1/stat" ] && [ "$(awk '{print $3}' "/proc/$1/stat" 2>/dev/null)" != Z ]; }
+for p in $before; do ! alive "${p#*=}" || fail "daemon ${p%%=*} survived a stopping shutdown"; done
+# ... and on_agent_stop: stop makes SIGTERM do the same.
+sed -i 's/^  restart: on-failure$/  restart: on-failure\n  on_agent_stop: stop/' "$L"
+start_agent "$L"
+wait_for 60 running 4 || fail "not all running after a start"
+kill -TERM "$AGENT_PID"; wait "$AGENT_PID" 2>/dev/null || true
+[ -z "$(findmnt -rn -o TARGET,FSTYPE | awk '$2 ~ /^fuse/' | grep "$WORK" || true)" ] || fail "on_agent_stop: stop left FUSE mounts"
+start_agent "$L"
+wait_for 60 running 4 || fail "not all running after an on_agent_stop: stop restart"
 
 # Stop everything, then simulate a reboot: unmount and detach the volumes
 # by hand; the next start re-attaches them with the same UUIDs, no mkfs.

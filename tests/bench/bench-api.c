@@ -5,6 +5,7 @@
  * flight at once on one thread, connections reused).
  *
  *   bench-api SOCKET PATH CONNECTIONS REQUESTS
+ *   bench-api SOCKET PATH CONNECTIONS <seconds>s     (as many as fit in the time)
  *
  * Prints one line: route, connections, requests, errors, p50/p99/max in
  * microseconds, requests per second. Reports; asserts nothing about time.
@@ -40,6 +41,12 @@ int main(int argc, char *argv[]) {
     const char *sock = argv[1], *path = argv[2];
     int conns = atoi(argv[3]);
     long total = atol(argv[4]);
+    usec_t duration = 0;
+    if (argv[4][0] && argv[4][strlen(argv[4]) - 1] == 's') {
+        /* A duration: room for 100k requests a second, at most. */
+        duration = (usec_t) (atof(argv[4]) * USEC_PER_SEC);
+        total = (long) (atof(argv[4]) * 100000) + conns;
+    }
     if (conns <= 0 || total <= 0)
         return 2;
     char url[256];
@@ -70,7 +77,8 @@ int main(int argc, char *argv[]) {
     }
 
     usec_t t0 = now_usec(CLOCK_MONOTONIC);
-    while (done < total) {
+    long in_flight = issued;
+    while (done < total && !(duration && done >= issued)) {
         int running;
         curl_multi_perform(multi, &running);
         CURLMsg *m;
@@ -86,17 +94,21 @@ int main(int argc, char *argv[]) {
                 errors++;
             lat[done++] = now_usec(CLOCK_MONOTONIC) - s->started;
             curl_multi_remove_handle(multi, s->easy);
-            if (issued < total) {
+            if (issued < total && (!duration || now_usec(CLOCK_MONOTONIC) - t0 < duration)) {
                 /* Re-adding the handle reuses its kept-alive connection. */
                 s->started = now_usec(CLOCK_MONOTONIC);
                 curl_multi_add_handle(multi, s->easy);
                 issued++;
             }
         }
-        if (done < total)
+        if (done < issued)
             curl_multi_poll(multi, NULL, 0, 100, NULL);
     }
+    (void) in_flight;
     usec_t elapsed = now_usec(CLOCK_MONOTONIC) - t0;
+    total = done;
+    if (total == 0)
+        return 1;
 
     qsort(lat, (size_t) total, sizeof(uint64_t), cmp_u64);
     printf("bench-api: GET %-12s conns=%-3d requests=%ld errors=%ld p50=%" PRIu64 "us p99=%" PRIu64

@@ -66,7 +66,7 @@ import json, sys
 a = json.load(open(sys.argv[1]))
 assert isinstance(a, list) and len(a) == 2, a
 assert a[0]["file"] == "layouts/default.yaml" and a[0]["valid"] is True and a[0]["errors"] == []
-assert a[0]["layout"]["pools"]["state"]["volume_size"] == 256 * 1024 * 1024
+assert a[0]["layout"]["pools"]["state"]["volume_size"] == 512 * 1024 * 1024
 assert a[1]["file"] == sys.argv[2] and a[1]["valid"] is False and a[1]["layout"] is None
 e = a[1]["errors"]
 assert len(e) == 1 and e[0]["line"] == 6 and e[0]["column"] == 5 and "workspaces_per_volume" in e[0]["message"], e

@@ -1,0 +1,18 @@
+#!/usr/bin/env bash
+# The bash completion of layoutctl: verbs, a verb's options, -o columns,
+# all taken from the built layoutctl's --help (unit: no agent needed).
+set -euo pipefail
+src=${LAYOUTD_SOURCE_DIR:?}
+export PATH=${LAYOUTD_BUILD_DIR:?}/agent:$PATH
+. "$src/agent/layoutctl.bash-completion"
+fail() { echo "test-layoutctl-completion: FAIL: $*" >&2; exit 1; }
+complete_words() { COMP_WORDS=("$@"); COMP_CWORD=$((${#COMP_WORDS[@]} - 1)); _layoutctl; echo "${COMPREPLY[*]}"; }
+[ "$(complete_words layoutctl s)" = "status show shutdown" ] || fail "verbs for 's': $(complete_words layoutctl s)"
+grep -qw gc <<<"$(complete_words layoutctl '')" || fail "gc is not offered"
+got=$(complete_words layoutctl volumes --)
+for o in --output --no-legend --bytes --json --socket; do grep -q -- "$o" <<<"$got" || fail "volumes $o not offered: $got"; done
+[ "$(complete_words layoutctl gc --d)" = "--dry-run" ] || fail "gc --d: $(complete_words layoutctl gc --d)"
+[ "$(complete_words layoutctl volumes -o US)" = "USED USE%" ] || fail "-o US: $(complete_words layoutctl volumes -o US)"
+[ "$(complete_words layoutctl volumes -o NAME,HE)" = "NAME,HEALTH" ] || fail "-o NAME,HE: $(complete_words layoutctl volumes -o NAME,HE)"
+[ "$(complete_words layoutctl --socket /nonexistent rm '')" = "" ] || fail "ids without an agent"
+echo "layoutctl completion ok"
