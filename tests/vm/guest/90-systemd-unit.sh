@@ -2,10 +2,15 @@
 # group and conffile from the package, a vdo-xfs layout in
 # /etc/layoutd/layouts.d, `systemctl start` (Type=notify, STATUS, watchdog),
 # workspaces through the API with the packaged reference daemon
-# (layoutd-wsfs), VDO savings and fstrim seen through the API and the log,
-# reload with a broken layout, the restart flag (re-adoption) and a plain
-# restart, re-activation after a reboot-like loss of every mount, loop and
-# dm device, a clean stop, and teardown of what is left.
+# (layoutd-wsfs), each in its own systemd scope with the layout's limits,
+# their lines in the journal with LAYOUTD_WORKSPACE=, an ext4 state volume
+# growing online under a writer (the unit has CAP_SYS_RESOURCE), VDO
+# savings and fstrim seen through the API and the log, reload with a
+# broken layout (its MESSAGE_ID in the journal), an OOM-killed daemon that
+# leaves the unit active and comes back, `systemctl restart` and a package
+# upgrade that keep every daemon (re-adoption), `layoutctl shutdown
+# --stop-workspaces`, re-activation after a reboot-like loss of every
+# mount, loop and dm device, a clean stop, and teardown of what is left.
 . "$LAYOUTD_VM_HOME/guest/lib.sh"
 systemctl cat layoutd.service >/dev/null 2>&1 || skip "layoutd.service not installed by the package"
 command -v jq >/dev/null || fail "jq missing in the guest (tests/vm/guest-packages)"
@@ -40,7 +45,8 @@ checksums() { for w in ws-1 ws-2; do (cd "$(get /v1/workspaces/$w | jq -r .mount
 fuse_mounts() { findmnt -rn -o TARGET,FSTYPE | awk -v r="$root/" 'index($1, r) == 1 && $2 ~ /^fuse/ {print $1}'; }
 since() { journalctl -u "$unit" --no-pager -o cat --since "@$1"; }
 
-on_exit "systemctl stop $unit 2>/dev/null; layoutctl teardown --layout $layouts/vm.yaml >/dev/null 2>&1;
+on_exit "layoutctl shutdown --stop-workspaces >/dev/null 2>&1; systemctl stop $unit 2>/dev/null;
+         pkill -x layoutd-wsfs 2>/dev/null; sleep 1; layoutctl teardown --layout $layouts/vm.yaml >/dev/null 2>&1;
          for m in \$(findmnt -rn -o TARGET | grep '^$root/' | sort -r); do umount -l \$m; done;
          dmsetup remove layoutd-content-0 2>/dev/null;
          for f in $root/images/*.img; do losetup -j \$f | cut -d: -f1 | xargs -r -n1 losetup -d; done;
@@ -70,6 +76,8 @@ pools:
     max_volumes: 4
     workspaces_per_volume: 2
     direct_io: true
+    # ext4 grows online here: the unit has CAP_SYS_RESOURCE.
+    growth: {threshold: 60%, step: double, max_size: 1GiB, host_reserve: 1GiB}
   content:
     backend: vdo-xfs
     volume_size: 6GiB
@@ -81,6 +89,7 @@ pools:
       fstrim_interval: 1min
 workspace:
   command: [/usr/libexec/layoutd/layoutd-wsfs, --state, "{state_dir}", --content, "{content_dirs}", "{mountpoint}"]
+  resources: {memory_max: 512MiB, memory_high: 384MiB, cpu_weight: 50, tasks_max: 512}
 api:
   socket: $sock
   group: layoutd
@@ -147,6 +156,50 @@ for w in ws-1 ws-2; do
 done
 checksums >sums.before
 log "corpus: $(echo "$corpus" | wc -l) files, $(du -ch $corpus | tail -n1 | cut -f1) per workspace"
+
+step "each daemon in its own scope, with the layout's limits"
+[ "$(get /v1/status | jq -r .cgroups.enabled)" = true ] || fail "cgroups not enabled: $(get /v1/status | jq -c .cgroups)"
+for w in ws-1 ws-2 ws-3; do
+    p=$(ws_pid $w)
+    cg=$(sed -n 's/^0:://p' /proc/$p/cgroup)
+    [ "$cg" = "/layoutd.slice/layoutd-ws-$w.scope" ] || fail "$w's daemon (pid $p) is in $cg, not its scope"
+done
+sc=/sys/fs/cgroup/layoutd.slice/layoutd-ws-ws-1.scope
+[ "$(cat $sc/memory.max)" = 536870912 ] || fail "memory.max of ws-1: $(cat $sc/memory.max)"
+[ "$(cat $sc/memory.high)" = 402653184 ] || fail "memory.high of ws-1: $(cat $sc/memory.high)"
+[ "$(cat $sc/pids.max)" = 512 ] || fail "pids.max of ws-1: $(cat $sc/pids.max)"
+[ "$(cat $sc/cpu.weight)" = 50 ] || fail "cpu.weight of ws-1: $(cat $sc/cpu.weight)"
+[ "$(systemctl show -P MemoryMax layoutd-ws-ws-1.scope)" = 536870912 ] || fail "the scope unit's MemoryMax"
+has_figures() { [ "$(get /v1/workspaces/ws-1 | jq -r '.cgroup.memory_bytes // 0')" -gt 0 ]; }
+wait_for 30 "ws-1's cgroup figures in the API" has_figures
+get /v1/workspaces/ws-1 | jq -c .cgroup
+api http://localhost/metrics | grep -E '^layoutd_workspace_(cpu_seconds_total|memory_bytes)\{workspace="ws-1"\}' ||
+    fail "no cgroup metrics for ws-1"
+log "RESULT scopes=3 memory_max=512MiB cpu_weight=50 tasks_max=512"
+
+step "journal: the daemons' lines carry their workspace"
+journalctl --no-pager -o cat LAYOUTD_WORKSPACE=ws-1 | tee j-ws1.txt | tail -n 3
+grep -q 'serving' j-ws1.txt || fail "journalctl LAYOUTD_WORKSPACE=ws-1 has not the daemon's serving line"
+journalctl --no-pager -o verbose LAYOUTD_WORKSPACE=ws-1 SYSLOG_IDENTIFIER=layoutd-wsfs | grep -q 'SYSLOG_PID=' ||
+    fail "ws-1's daemon lines are not under the daemon's own name and pid"
+journalctl --no-pager -o cat LAYOUTD_VOLUME=state-0 | grep -q 'state-0' || fail "no entry with LAYOUTD_VOLUME=state-0"
+
+step "ext4 state-1 grows online under a writer (ws-3 alone on it)"
+m3=$(get /v1/workspaces/ws-3 | jq -r .mountpoint)
+size1=$(vol state-1 | jq -r .backing_size_bytes)
+head -c 170M /dev/urandom >/root/fill.bin
+mkdir "$m3/fill"
+# 48 KiB pieces stay in the state volume (below the daemon's CAS threshold).
+(cd "$m3/fill" && split -b 48k /root/fill.bin part.) || fail "the writer failed (growth did not keep up): $(vol state-1)"
+sync -f "$m3/fill"
+grown() { [ "$(vol state-1 | jq -r .backing_size_bytes)" -gt "$size1" ]; }
+wait_for 60 "state-1 to grow" grown
+[ "$(cat "$m3"/fill/part.* | sha256sum | cut -d' ' -f1)" = "$(sha256sum </root/fill.bin | cut -d' ' -f1)" ] ||
+    fail "data differs after the grow"
+since "$ts_start" | grep 'grew from' || fail "no grow in the journal"
+[ "$(vol state-1 | jq -r .fs_type)" = ext4 ] || fail "state-1 is not ext4"
+log "RESULT ext4_growth state-1 $size1 -> $(vol state-1 | jq -r .backing_size_bytes) bytes, size_bytes $(vol state-1 | jq -r .size_bytes), data equal"
+rm -rf "$m3/fill" /root/fill.bin
 
 step "VDO savings through GET /v1/volumes"
 # The reference daemon keeps one copy of identical content (content
@@ -217,25 +270,49 @@ log "last_reload_error: $(get /v1/status | jq -r .last_reload_error)"
 all_running || fail "workspaces not running after a refused reload"
 [ "$(for w in ws-1 ws-2 ws-3; do ws_pid $w; done | tr '\n' ' ')" = "$pids_before" ] || fail "daemons changed on a refused reload"
 since "$ts" | grep -q 'Reload refused' || fail "no 'Reload refused' in the journal"
+journalctl --no-pager -o cat --since "@$ts" MESSAGE_ID=fe7ea5016b2e46ab901613e57f5d2835 | grep -q 'Reload refused' ||
+    fail "the refused reload has not its MESSAGE_ID"
 cp /root/vm.yaml.good $layouts/vm.yaml
 systemctl reload $unit
 no_error() { [ "$(get /v1/status | jq -r .last_reload_error)" = null ]; }
 wait_for 30 "a good reload to clear last_reload_error" no_error
 
+# ---- OOM ---------------------------------------------------------------------
+step "an OOM-killed daemon: the unit stays active, the workspace comes back"
+echo 1 >/proc/sys/kernel/sysrq
+p2=$(ws_pid ws-2)
+r2=$(get /v1/workspaces/ws-2 | jq -r .daemon.restarts)
+choom -p "$p2" -n 1000 >/dev/null || fail "choom"
+ts=$(date +%s)
+echo f >/proc/sysrq-trigger          # the kernel's OOM killer picks the highest score: ws-2's daemon
+oom_killed() { journalctl -k --no-pager --since "@$ts" | grep -q "Killed process $p2"; }
+wait_for 30 "the OOM killer to kill pid $p2" oom_killed
+journalctl -k --no-pager --since "@$ts" | grep "Killed process" | tail -n 1
+[ "$(systemctl is-active $unit)" = active ] || fail "the unit is not active after a daemon's OOM kill"
+[ "$(prop MainPID)" = "$pid0" ] || fail "the agent was replaced after a daemon's OOM kill"
+back() { ws_running ws-2 && [ "$(ws_pid ws-2)" != "$p2" ]; }
+wait_for 60 "ws-2 back after its OOM kill" back
+[ "$(get /v1/workspaces/ws-2 | jq -r .daemon.restarts)" -gt "$r2" ] || fail "the OOM kill is not counted as a restart"
+checksums | cmp -s - sums.before || fail "data differs after the OOM kill"
+log "RESULT oom_kill daemon $p2 -> $(ws_pid ws-2), unit active, agent pid $pid0 kept"
+
 # ---- restarts --------------------------------------------------------------
-step "touch /run/layoutd/restart && systemctl restart: daemons re-adopted"
-touch /run/layoutd/restart
+step "systemctl restart: every daemon keeps running and is re-adopted"
+pids_before=$(for w in ws-1 ws-2 ws-3; do ws_pid $w; done | tr '\n' ' ')
 systemctl restart $unit
 [ "$(systemctl is-active $unit)" = active ] || fail "not active after restart"
 pid1=$(prop MainPID)
 [ "$pid1" != "$pid0" ] || fail "main pid did not change"
-wait_for 60 "workspaces running after the re-adopting restart" all_running
+wait_for 60 "workspaces running after the restart" all_running
 pids_after=$(for w in ws-1 ws-2 ws-3; do ws_pid $w; done | tr '\n' ' ')
-[ "$pids_after" = "$pids_before" ] || fail "daemon pids changed across the flagged restart: $pids_before -> $pids_after"
+[ "$pids_after" = "$pids_before" ] || fail "daemon pids changed across systemctl restart: $pids_before -> $pids_after"
 [ "$(get /v1/workspaces/ws-1 | jq -r .daemon.adopted)" = true ] || fail "ws-1 not marked adopted"
-[ ! -e /run/layoutd/restart ] || fail "the restart flag was not consumed"
-checksums | cmp -s - sums.before || fail "data differs after the flagged restart"
-log "RESULT flagged_restart agent_pid $pid0->$pid1 daemon_pids_kept=[$pids_after]"
+for w in ws-1 ws-2 ws-3; do
+    [ "$(sed -n 's/^0:://p' /proc/$(ws_pid $w)/cgroup)" = "/layoutd.slice/layoutd-ws-$w.scope" ] ||
+        fail "$w left its scope across the restart"
+done
+checksums | cmp -s - sums.before || fail "data differs after the restart"
+log "RESULT restart agent_pid $pid0->$pid1 daemon_pids_kept=[$pids_after]"
 
 step "package upgrade (dpkg -i again: postinst configure with the old version): re-adopting restart"
 dpkg -i "$LAYOUTD_VM_HOME/layoutd.deb" >dpkg.out 2>&1 || { cat dpkg.out; fail "dpkg -i failed"; }
@@ -247,21 +324,24 @@ wait_for 60 "workspaces running after the upgrade" all_running
 cmp -s $layouts/vm.yaml /root/vm.yaml.good || fail "the upgrade changed the operator's layout"
 log "RESULT upgrade agent_pid $pid1->$(prop MainPID) daemon_pids_kept=[$pids_before] operator_layout_kept=1"
 
-step "plain systemctl restart: SIGTERM stops every daemon, the new agent starts them again"
-systemctl restart $unit
-[ "$(systemctl is-active $unit)" = active ] || fail "not active after the plain restart"
-wait_for 90 "workspaces running after the plain restart" all_running
-pids_plain=$(for w in ws-1 ws-2 ws-3; do ws_pid $w; done | tr '\n' ' ')
+step "layoutctl shutdown --stop-workspaces: every daemon stops, the unit stays stopped"
+layoutctl shutdown --stop-workspaces || fail "layoutctl shutdown --stop-workspaces"
+[ "$(systemctl is-active $unit)" != active ] || fail "still active after shutdown"
+[ -z "$(fuse_mounts)" ] || fail "FUSE mounts left after a stopping shutdown: $(fuse_mounts)"
 for p in $pids_before; do
-    [ ! -d /proc/$p ] || [ "$(cat /proc/$p/comm)" != layoutd-wsfs ] || fail "daemon $p survived a plain restart"
+    [ ! -d /proc/$p ] || [ "$(cat /proc/$p/comm)" != layoutd-wsfs ] || fail "daemon $p survived the shutdown"
 done
-checksums | cmp -s - sums.before || fail "data differs after the plain restart"
-log "RESULT plain_restart daemon_pids [$pids_before] -> [$pids_plain] (stopped and started again, data kept)"
+systemctl start $unit
+wait_for 90 "workspaces running after the start" all_running
+pids_plain=$(for w in ws-1 ws-2 ws-3; do ws_pid $w; done | tr '\n' ' ')
+checksums | cmp -s - sums.before || fail "data differs after the shutdown and start"
+log "RESULT shutdown daemon_pids [$pids_before] -> [$pids_plain] (stopped and started again, data kept)"
 
 # ---- reboot-like loss -------------------------------------------------------
 step "reboot-like: stop, unmount, dm remove, loop detach; start re-activates without formatting"
 uuids=$(get /v1/volumes | jq -r '.volumes[] | "\(.name) \(.uuid)"' | sort)
-systemctl stop $unit
+# A reboot ends the daemons too (systemctl stop alone would keep them).
+layoutctl shutdown --stop-workspaces || fail "shutdown before the reboot-like loss"
 for m in $(findmnt -rn -o TARGET | grep "^$root/" | sort -r); do umount "$m"; done
 dmsetup remove layoutd-content-0
 for f in "$root"/images/*.img; do losetup -j "$f" | cut -d: -f1 | xargs -r -n1 losetup -d; done
@@ -278,13 +358,19 @@ checksums | cmp -s - sums.before || fail "data differs after the re-activation"
 log "RESULT reactivation volumes=$(echo "$uuids" | wc -l) formatted=0 checksums=equal"
 
 # ---- stop: nothing left running -----------------------------------------------
-step "systemctl stop: no FUSE mount, no daemon left"
+step "systemctl stop keeps the workspaces; shutdown --stop-workspaces leaves no FUSE mount, no daemon"
+pids_stop=$(for w in ws-1 ws-2 ws-3; do ws_pid $w; done | tr '\n' ' ')
 systemctl stop $unit
 [ "$(systemctl is-active $unit)" != active ] || fail "still active after stop"
-[ -z "$(fuse_mounts)" ] || fail "FUSE mounts left after stop: $(fuse_mounts)"
-! pgrep -x layoutd-wsfs >/dev/null || fail "layoutd-wsfs still running after stop: $(pgrep -a layoutd-wsfs)"
-! pgrep -x layoutd >/dev/null || fail "layoutd still running after stop"
-log "after stop: $(findmnt -rn -o TARGET | grep -c "^$root/volumes") volume mounts stay (by design), no FUSE mount, no daemon"
+for p in $pids_stop; do [ -d /proc/$p ] || fail "daemon $p stopped with systemctl stop (on_agent_stop: keep)"; done
+[ "$(fuse_mounts | wc -l)" -ge 3 ] || fail "FUSE mounts gone after systemctl stop"
+systemctl start $unit
+wait_for 90 "workspaces re-adopted" all_running
+layoutctl shutdown --stop-workspaces || fail "layoutctl shutdown --stop-workspaces"
+[ -z "$(fuse_mounts)" ] || fail "FUSE mounts left after shutdown: $(fuse_mounts)"
+! pgrep -x layoutd-wsfs >/dev/null || fail "layoutd-wsfs still running after shutdown: $(pgrep -a layoutd-wsfs)"
+! pgrep -x layoutd >/dev/null || fail "layoutd still running after shutdown"
+log "after shutdown: $(findmnt -rn -o TARGET | grep -c "^$root/volumes") volume mounts stay (by design), no FUSE mount, no daemon"
 
 step "remove the workspaces through the API, stop, layoutctl teardown: every volume down, vdo-xfs too"
 systemctl start $unit
