@@ -360,7 +360,8 @@ static void place_error_to_api(int r, const PlaceError *pe, ApiError *err) {
         api_error_set_default(err, r, 409, "conflict", "%s", msg);
         break;
     case -ENOSPC:
-        api_error_set_default(err, r, 507, "pool_full", "%s", msg);
+        api_error_set_default(err, r, 507, pe->reason == PLACE_REASON_HOST_FULL ? "host_full" : "pool_full", "%s",
+                              msg);
         break;
     case -EROFS:
         api_error_set_default(err, r, 503, "volume_unavailable", "%s", msg);

@@ -25,6 +25,23 @@ static int print_accepted(const char *verb, const ClientOptions *o, const Reply 
     return LAYOUTCTL_EXIT_OK;
 }
 
+/* The common ending of a changing verb: an accepted operation (--no-wait),
+ * an error answer, or --json's raw answer are printed here, and *ec set.
+ * Returns true when the answer is ok_status and the caller prints its own
+ * line. */
+static bool finish(const char *verb, const ClientOptions *o, const Reply *r, unsigned ok_status, int *ec) {
+    *ec = LAYOUTCTL_EXIT_OK;
+    if (r->status == 202 && o->no_wait)
+        *ec = print_accepted(verb, o, r);
+    else if (r->status != ok_status)
+        *ec = client_report_error(verb, &o->args, r);
+    else if (o->args.json)
+        client_print_raw(r);
+    else
+        return true;
+    return false;
+}
+
 typedef struct AddArgs {
     json_object *body, *labels;
 } AddArgs;
@@ -105,13 +122,7 @@ int layoutctl_add(int argc, char **argv, const LayoutctlGlobals *g) {
     ec = client_call_operation("add", &o.args, "POST", "/v1/workspaces", a.body, o.no_wait, o.args.json, &r);
     if (ec != 0)
         goto out;
-    if (r.status == 202 && o.no_wait)
-        ec = print_accepted("add", &o, &r);
-    else if (r.status != 201)
-        ec = client_report_error("add", &o.args, &r);
-    else if (o.args.json)
-        client_print_raw(&r);
-    else {
+    if (finish("add", &o, &r, 201, &ec)) {
         const char *mp = jstr(r.json, "mountpoint");
         printf("Created workspace %s%s%s on %s (flush scope %" PRId64 ")%s%s\n", C_BOLD, jstr(r.json, "id") ?: id,
                C_RESET, jstr(r.json, "volume") ?: "?", jint(r.json, "flush_scope"), mp ? ", mounted at " : "", mp ?: "");
@@ -153,13 +164,7 @@ int layoutctl_rm(int argc, char **argv, const LayoutctlGlobals *g) {
     ec = client_call_operation("rm", &o.args, "DELETE", path, NULL, o.no_wait, o.args.json, &r);
     if (ec != 0)
         return ec;
-    if (r.status == 202 && o.no_wait)
-        ec = print_accepted("rm", &o, &r);
-    else if (r.status != 200)
-        ec = client_report_error("rm", &o.args, &r);
-    else if (o.args.json)
-        client_print_raw(&r);
-    else
+    if (finish("rm", &o, &r, 200, &ec))
         printf("Removed workspace %s (%s)\n", id, destroy ? "data destroyed" : "data kept");
     reply_done(&r);
     return ec;
@@ -185,16 +190,12 @@ int layoutctl_restart(int argc, char **argv, const LayoutctlGlobals *g) {
     ec = client_call_operation("restart", &o.args, "POST", path, NULL, o.no_wait, o.args.json, &r);
     if (ec != 0)
         return ec;
-    if (r.status == 202 && o.no_wait)
-        ec = print_accepted("restart", &o, &r);
-    else if (r.status != 200)
-        ec = client_report_error("restart", &o.args, &r);
-    else if (o.args.json)
-        client_print_raw(&r);
-    else if (jget(r.json, "daemon.pid"))
-        printf("Restarted the daemon of workspace %s (pid %" PRId64 ")\n", id, jint(r.json, "daemon.pid"));
-    else
-        printf("Restarted the daemon of workspace %s\n", id);
+    if (finish("restart", &o, &r, 200, &ec)) {
+        if (jget(r.json, "daemon.pid"))
+            printf("Restarted the daemon of workspace %s (pid %" PRId64 ")\n", id, jint(r.json, "daemon.pid"));
+        else
+            printf("Restarted the daemon of workspace %s\n", id);
+    }
     reply_done(&r);
     return ec;
 }
@@ -214,13 +215,7 @@ int layoutctl_reload(int argc, char **argv, const LayoutctlGlobals *g) {
     ec = client_call_operation("reload", &o.args, "POST", "/v1/reload", NULL, o.no_wait, o.args.json, &r);
     if (ec != 0)
         return ec;
-    if (r.status == 202 && o.no_wait)
-        ec = print_accepted("reload", &o, &r);
-    else if (r.status != 200)
-        ec = client_report_error("reload", &o.args, &r);
-    else if (o.args.json)
-        client_print_raw(&r);
-    else {
+    if (finish("reload", &o, &r, 200, &ec)) {
         json_object *ch = jget(r.json, "changed"), *refused = jget(r.json, "refused");
         printf("Reloaded the layout: %s (%.12s, generation %" PRId64 ")\n",
                ch && json_object_get_boolean(ch) ? "changed" : "unchanged", jstr(r.json, "layout_hash") ?: "-",
@@ -254,13 +249,7 @@ int layoutctl_gc(int argc, char **argv, const LayoutctlGlobals *g) {
                                o.args.json, &r);
     if (ec != 0)
         return ec;
-    if (r.status == 202 && o.no_wait)
-        ec = print_accepted("gc", &o, &r);
-    else if (r.status != 200)
-        ec = client_report_error("gc", &o.args, &r);
-    else if (o.args.json)
-        client_print_raw(&r);
-    else {
+    if (finish("gc", &o, &r, 200, &ec)) {
         char b[32];
         printf("%s %" PRIu64 " objects, %s in %.1fs%s\n", dry ? "Would reclaim" : "Reclaimed",
                juint(r.json, "report.objects_swept"), format_bytes(b, sizeof b, juint(r.json, "report.bytes_freed")),
