@@ -33,6 +33,24 @@ struct VolumeJob {
     unsigned flags;              /* AgentJobFlags */
 };
 
+bool agent_jobs_busy(Agent *a, const char *volume) {
+    for (VolumeJob *j = a->jobs; j; j = j->next)
+        if (j->worker && (!j->volume || streq(j->volume, volume)))
+            return true;
+    return false;
+}
+
+/* A job ended: its volumes' cached entries are newer than any observation
+ * started before now (agent-volumes.c keeps them over such a one). */
+static void mark_job_seq(Agent *a, const VolumeJob *j, const ApplyResult *res) {
+    a->job_seq++;
+    for (size_t i = 0; i < a->n_volume_states; i++) {
+        VolumeState *s = &a->volume_states[i];
+        if (!j->volume || streq(j->volume, s->name) || apply_result_find(res, s->name))
+            s->job_seq = a->job_seq;
+    }
+}
+
 size_t agent_jobs_count(Agent *a) {
     size_t n = 0;
     for (VolumeJob *j = a->jobs; j; j = j->next)
@@ -163,6 +181,7 @@ static void on_done(Worker *w, int error, const char *message, ApplyResult *res,
         log_debug("%s job%s%s done in %llu ms", j->op, j->volume ? " on " : "", j->volume ?: "",
                   (unsigned long long) (took / USEC_PER_MSEC));
     merge_observation(a, j, obs, res);
+    mark_job_seq(a, j, res);
     unlink_job(a, j);
     if (j->done)
         j->done(a, error, message, res, extra, j->userdata);

@@ -207,7 +207,18 @@ static void on_observed(Worker *w, int error, const char *message, ApplyResult *
         log_warning("Observing the volumes failed, keeping the previous observation: %s",
                     message ?: strerror(-error));
     else {
-        observation_free(a->engine->observation);
+        /* A volume a job works on right now, or one whose job ended after
+         * this observation began, is better known from that job: keep its
+         * cached entry (an observation taken mid-apply would show a volume
+         * not mounted yet, and its health would flap). */
+        Observation *old = a->engine->observation;
+        for (size_t i = 0; old && i < old->n; i++) {
+            VolumeObservation *v = &old->volumes[i];
+            const VolumeState *vs = agent_volume_state(a, v->name);
+            if (agent_jobs_busy(a, v->name) || (vs && vs->job_seq > a->observe_start_seq))
+                (void) observation_put(obs, v);
+        }
+        observation_free(old);
         a->engine->observation = obs;
         obs = NULL;
         agent_volumes_changed(a);
@@ -225,6 +236,7 @@ static void on_observed(Worker *w, int error, const char *message, ApplyResult *
 static void start_observe(Agent *a) {
     WorkerRequest req = { .op = WORKER_OP_OBSERVE, .layout = agent_layout(a), .record = agent_record(a) };
     WorkerCallbacks cb = { .on_done = on_observed };
+    a->observe_start_seq = a->job_seq;
     int r = worker_start(a->event, AGENT_SELF_EXE, &req, &cb, a, &a->observer);
     if (r < 0)
         log_warning_errno(r, "Cannot start the observe worker, ignoring: %m");

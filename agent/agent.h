@@ -70,6 +70,7 @@ typedef struct VolumeState {
     unsigned failures;           /* grows failed in a row */
     char *growth_error;          /* why the last grow failed, or NULL */
     uint64_t grows, grow_failures; /* counters since the agent started */
+    uint64_t job_seq;            /* Agent.job_seq when a job on it last ended */
     uint64_t grown_bytes;
 } VolumeState;
 
@@ -108,6 +109,8 @@ typedef struct Agent {
     /* The observation refresh (agent-volumes.c). */
     Worker *observer;
     bool observe_again;
+    uint64_t job_seq;            /* counts ended volume jobs */
+    uint64_t observe_start_seq;  /* job_seq when the running refresh started */
     sd_event_source *observe_timer;
     sd_event_source *mountinfo_source;
     struct BlockMonitor *block_monitor; /* udev block events, when udevd runs */
@@ -190,6 +193,8 @@ int agent_job_submit_full(Agent *a, const char *op, json_object *args, const cha
                           unsigned flags, VolumeJobDone done, void *userdata);
 /* Jobs running or queued. */
 size_t agent_jobs_count(Agent *a);
+/* A job runs now on this volume (or on every volume). */
+bool agent_jobs_busy(Agent *a, const char *volume);
 /* Kills every job (the agent is going away). */
 void agent_jobs_abandon(Agent *a);
 

@@ -87,6 +87,34 @@ api DELETE /v1/workspaces/ws-24 >/dev/null; assert_eq 200 "$(st)" "delete ws-24 
 gone() { api GET /v1/workspaces >/dev/null; [ "$(jget "$(api GET /v1/workspaces)" "len(d['workspaces'])")" = 23 ]; }
 wait_for 30 gone || fail "ws-24 not removed"
 
+# --- operations and the event stream, with real clients --------------------
+# layoutctl events follows the stream while an operation runs; curl waits
+# on the operation resource.
+"$LAYOUTCTL" --socket "$SOCK" events --since 0 --json >"$WORK/events.jsonl" 2>&1 &
+ev_pid=$!
+track_pid "$ev_pid"
+out=$(api POST '/v1/workspaces?wait=0' '{"id":"ws-op"}')
+assert_eq 202 "$(st)" "create with ?wait=0 answers 202 with an operation ($out)"
+op=$(jget "$out" "d['operation']['id']")
+loc=/v1/operations/$op
+done_op=$(api GET "$loc?wait=60")
+assert_eq 200 "$(st)" "GET $loc?wait=60 ($done_op)"
+assert_eq succeeded "$(jget "$done_op" "d['state']")" "operation $op state"
+jget "$done_op" "d['steps']" | grep -q 'FUSE daemon' || fail "operation steps: $done_op"
+assert_eq running "$(jget "$(api GET /v1/workspaces/ws-op)" "d['daemon']['state']")" "ws-op runs when its operation succeeded"
+jget "$(api GET /v1/operations)" "[o['id'] for o in d['operations']]" | grep -q "$op" || fail "operation not listed"
+api GET /v1/operations/nope >/dev/null; assert_eq 404 "$(st)" "unknown operation"
+"$LAYOUTCTL" --socket "$SOCK" rm ws-op >/dev/null || fail "layoutctl rm ws-op (waits for its operation)"
+got_events() { grep -q '"workspace.state"' "$WORK/events.jsonl" && grep -q '"to": *"running"' "$WORK/events.jsonl" &&
+               grep -q '"ws-op"' "$WORK/events.jsonl"; }
+wait_for 10 got_events || fail "the event stream lacks ws-op's state changes: $(tail -5 "$WORK/events.jsonl")"
+kill "$ev_pid" 2>/dev/null; wait "$ev_pid" 2>/dev/null || true
+# Resuming: ?since=N replays what came after N, in order.
+first=$(head -n1 "$WORK/events.jsonl" | "$PY" -c 'import json,sys; print(json.load(sys.stdin)["seq"])')
+curl -s --max-time 2 --unix-socket "$SOCK" "http://layoutd/v1/events?since=$first" >"$WORK/events2.jsonl" || true
+second=$(head -n1 "$WORK/events2.jsonl" | "$PY" -c 'import json,sys; print(json.load(sys.stdin)["seq"])')
+assert_eq $((first + 1)) "$second" "?since=$first resumes at the next event"
+
 # --- metrics through a real parser ----------------------------------------
 curl -s --unix-socket "$SOCK" http://layoutd/metrics >"$WORK/metrics.txt"
 "$PY" - "$WORK/metrics.txt" <<'PYEOF' || fail "metrics do not parse"

@@ -98,7 +98,8 @@ YAML
         [ "$(cat "$root/carve-$i.code")" = 201 ] || fail "$label: carve create $i: $(cat "$root/carve-$i.code") $(cat "$root/carve-$i.out")"
     done
     echo "$label during-8-carves (creates took ${carve_s} s) $(cat "$root/during.txt")" | tee -a "$OUT"
-    kill -TERM "$pid"
+    # SIGINT: stop the daemons too (SIGTERM would leave them serving).
+    kill -INT "$pid"
     wait_for 120 sh -c "! kill -0 $pid 2>/dev/null" || fail "$label: agent did not stop"
     wait "$pid" 2>/dev/null || true
     cleanup_below "$root"
