@@ -5,8 +5,9 @@
  * growth.threshold gets a grow job (a worker: truncate, loop capacity,
  * resize2fs / xfs_growfs online), and one that cannot grow says why. The
  * 10 s observation is too slow for a package install that makes thousands
- * of files a second, so while a volume is near a threshold a long-running
- * watch worker samples statvfs four times a second.
+ * of files a second, so while a volume may grow, or another is near a
+ * threshold, a long-running watch worker samples statvfs four times a
+ * second (and says so only when a figure moved).
  */
 #include <inttypes.h>
 #include <linux/capability.h>
@@ -206,13 +207,17 @@ static void assess(Agent *a, VolumeState *s, const VolumeObservation *v) {
 
 /* ---- the fast watch ------------------------------------------------------- */
 
+/* Whether the fast watch must look at v: always for a volume that may
+ * grow (an install fills 500 MB in seconds: the 10 s observation would see
+ * it only when it is full), and for any other within NEAR_POINTS of a
+ * threshold. */
 static bool is_near(Agent *a, const VolumeObservation *v, const VolumeState *s) {
     const Pool *p = v->declared ? layout_pool(agent_layout(a), v->role) : NULL;
     CapacityUsage u;
     capacity_usage(v, &u);
     if (!p || !u.known)
         return false;
-    if (s && s->growing)
+    if ((s && s->growing) || (p->growth.enabled && volume_observation_is_up(v)))
         return true;
     unsigned at = p->capacity.warn;
     if (p->growth.enabled)

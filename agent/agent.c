@@ -73,6 +73,7 @@ Agent *agent_free(Agent *a) {
     strv_free(a->reload_notes);
     engine_free(a->engine);
     free(a->last_reload_error);
+    free(a->last_status);
     free(a->socket_path);
     sd_event_unref(a->event);
     free(a);
@@ -94,9 +95,17 @@ void agent_update_status(Agent *a) {
         if (supervisor_get_status_by_index(a->supervisor, i, &st) >= 0 && st.state == SUPERVISOR_RUNNING)
             running++;
     }
-    (void) sd_notifyf(false, "STATUS=%s: %zu/%zu volumes up, %zu/%zu workspaces running%s",
-                      a->stopping ? "Stopping" : a->ready ? "Ready" : "Starting", up, total, running, n,
-                      a->last_reload_error ? " (last reload failed)" : "");
+    char status[256];
+    snprintf(status, sizeof status, "STATUS=%s: %zu/%zu volumes up, %zu/%zu workspaces running%s",
+             a->stopping ? "Stopping" : a->ready ? "Ready" : "Starting", up, total, running, n,
+             a->last_reload_error ? " (last reload failed)" : "");
+    /* Called on every observation (four times a second while volumes
+     * fill): tell systemd only what changed. */
+    if (a->last_status && streq(a->last_status, status))
+        return;
+    free(a->last_status);
+    a->last_status = strdup(status);
+    (void) sd_notify(false, status);
 }
 
 /* ---- reload ------------------------------------------------------------ */

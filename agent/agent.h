@@ -89,6 +89,7 @@ typedef struct Agent {
     char *last_reload_error;     /* NULL when the last reload succeeded */
     usec_t last_reload_at;
     char **reload_notes;         /* what the last reload refused to change */
+    char *last_status;           /* the last STATUS= sent to systemd */
 
     ApplyResult *volume_results; /* per volume: the latest outcome */
     VolumeState *volume_states;  /* per observed volume (agent-capacity.c) */

@@ -4,7 +4,8 @@
 # filesystem of 20 GB, one workspace, a real clone (the git task: a 300-
 # commit repository cloned, worked on, gc'ed) and a full package install
 # (1,400 packages, 60,000+ files, 1 GB, pnpm's copy mode) in it, both
-# verified. The volumes start small (512 MiB / 1 GiB) and must grow under
+# verified; where tests/workloads/pnpm-warm has run, also a real
+# `pnpm install --offline` of a real monorepo (88,000 files). The volumes start small (512 MiB / 1 GiB) and must grow under
 # the work without a single failed write; afterwards `rm -rf` of it all and
 # a sweep give the content pool its space back.
 #
@@ -74,6 +75,10 @@ fi
 # is part of the work); its record says how much it was.
 files=$(tail -n1 "$WORK/runs.jsonl" | "$PY" -c 'import json,sys; print(json.load(sys.stdin)["info"]["verify"]["entries"])')
 log "pkg-install (1400 packages, $files entries verified) done in $((SECONDS - t)) s"
+# The real thing too, when tests/workloads/pnpm-warm was run on this host:
+# pnpm install --offline of a real monorepo (804 packages, ~88,000 files).
+pnpm_info=$(tail -n1 "$WORK/runs.jsonl" | "$PY" -c 'import json,sys; print(json.dumps(json.load(sys.stdin)["info"].get("pnpm")))')
+log "real pnpm: $pnpm_info"
 [ "$files" -ge 60000 ] || fail "expected 60,000+ entries in the install, verified $files"
 
 # It grew, it is healthy, nothing was refused, the daemon never died.

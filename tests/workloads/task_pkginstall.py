@@ -18,7 +18,7 @@ import random
 import shutil
 import subprocess
 
-from wlcommon import TaskError, cached, rm_rf, sha256_hex, text_blob, tool
+from wlcommon import cache_root, TaskError, cached, rm_rf, sha256_hex, text_blob, tool
 
 NAME = "pkg-install"
 TARGET = 1.3
@@ -238,14 +238,21 @@ def pnpm_setup():
     """(pnpm, store, project) when a real offline install can run here, or
     (None, reason). The project is a dir with package.json and
     pnpm-lock.yaml whose packages are all in the warmed store."""
-    pnpm = os.environ.get("LAYOUTD_WORKLOADS_PNPM") or shutil.which("pnpm")
+    # tests/workloads/pnpm-warm puts pnpm, the real project and a warmed
+    # store into the cache; the variables override each.
+    warm = os.path.join(cache_root(), "pnpm")
+    own = os.path.join(warm, "node_modules", ".bin", "pnpm")
+    pnpm = os.environ.get("LAYOUTD_WORKLOADS_PNPM") or (own if os.access(own, os.X_OK) else shutil.which("pnpm"))
     if not pnpm:
-        return None, "pnpm is not installed (not on PATH, LAYOUTD_WORKLOADS_PNPM unset); not fetched by the test"
-    proj = os.environ.get("LAYOUTD_WORKLOADS_PNPM_PROJECT")
+        return None, ("pnpm is not installed (not on PATH, LAYOUTD_WORKLOADS_PNPM unset, no "
+                      "tests/workloads/pnpm-warm run); not fetched by the test")
+    proj = os.environ.get("LAYOUTD_WORKLOADS_PNPM_PROJECT") or (
+        os.path.join(warm, "project") if os.path.exists(os.path.join(warm, "project", "pnpm-lock.yaml")) else None)
     if not proj or not os.path.exists(os.path.join(proj, "pnpm-lock.yaml")):
         return None, ("LAYOUTD_WORKLOADS_PNPM_PROJECT is not a project with a pnpm-lock.yaml "
                       "(one whose packages are in a warmed store)")
-    store = os.environ.get("LAYOUTD_WORKLOADS_PNPM_STORE")
+    store = os.environ.get("LAYOUTD_WORKLOADS_PNPM_STORE") or (
+        os.path.join(warm, "store") if os.path.isdir(os.path.join(warm, "store")) else None)
     if not store:
         r = subprocess.run([pnpm, "store", "path"], cwd=proj, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
         store = r.stdout.decode().strip() if r.returncode == 0 else ""
