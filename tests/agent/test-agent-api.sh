@@ -76,6 +76,12 @@ api POST /v1/workspaces '{"id":' >/dev/null; assert_eq 400 "$(st)" "invalid JSON
 api POST /v1/workspaces '{"id":"../etc"}' >/dev/null; assert_eq 400 "$(st)" "bad id"
 api POST /v1/workspaces '{"id":"ws-1"}' >/dev/null; assert_eq 409 "$(st)" "duplicate id"
 api GET /v1/nope >/dev/null; assert_eq 404 "$(st)" "unknown route"
+e=$(api POST /v1/workspaces '{"id":"nul\u0000../../etc"}'); assert_eq 400 "$(st)" "an id with an embedded NUL ($e)"
+e=$(api POST /v1/workspaces '{"id":"a1","id":"b1"}'); assert_eq 400 "$(st)" "a key given twice ($e)"
+api GET /v1/workspaces/b1 >/dev/null; assert_eq 404 "$(st)" "nothing created from a duplicate key"
+e=$(api GET '/v1/status?pretty=1'); assert_eq 400 "$(st)" "an unknown query parameter ($e)"
+jget "$e" "d['error']['message']" | grep -q 'Unknown query parameter' || fail "unknown query message: $e"
+h=$(api GET /v1/health); assert_eq 200 "$(st)" "GET /v1/health on a healthy host ($h)"
 api POST /v1/workspaces/nope/restart >/dev/null; assert_eq 404 "$(st)" "restart unknown workspace"
 
 # --- restart and delete --------------------------------------------------

@@ -202,6 +202,47 @@ static void test_body_bad(void **state) {
     }
 }
 
+/* Input that used to be taken for something else: an embedded NUL
+ * ("nul\u0000../../etc" created workspace "nul"), a key given twice
+ * ({"id":"a","id":"b"} created "b"), and query parameters a route does
+ * not take or that come twice. Each is 400 with a message saying which. */
+static void test_refused_input(void **state) {
+    static const char *const refused[] = {
+        "{\"id\":\"nul\\u0000../../etc\"}",
+        "{\"id\":\"a\",\"tenant\":\"t\\u0000x\"}",
+        "{\"id\":\"a\",\"labels\":{\"k\":\"v\\u0000w\"}}",
+        "{\"id\":\"a\",\"labels\":{\"k\\u0000\":\"v\"}}",
+        "{\"id\":\"a\",\"id\":\"b\"}",
+        "{\"id\":\"a\",\"labels\":{\"k\":\"1\",\"k\":\"2\"}}",
+    };
+    for (size_t i = 0; i < ELEMENTSOF(refused); i++) {
+        ApiWorkspaceRequest r;
+        ApiError err;
+        if (parse(refused[i], &r, &err) != -EINVAL)
+            fail_msg("accepted: %s", refused[i]);
+        assert_int_equal(err.status, 400);
+        assert_true(strstr(err.message, "NUL") || strstr(err.message, "twice") || strstr(err.message, "duplicate") ||
+                    strstr(err.message, "more than once"));
+    }
+    ApiQuery q = {};
+    ApiError err = {};
+    const ApiRouteSpec *status = api_route_spec(API_ROUTE_STATUS), *del = api_route_spec(API_ROUTE_WORKSPACE_DELETE);
+    assert_int_equal(api_query_parse(status, "pretty", "1", &q, &err), -EINVAL);
+    assert_int_equal(err.status, 400);
+    assert_non_null(strstr(err.message, "Unknown query parameter \"pretty\""));
+    memset(&q, 0, sizeof q);
+    assert_int_equal(api_query_parse(del, "wait", "5", &q, &err), 0);
+    assert_int_equal(api_query_parse(del, "wait", "5", &q, &err), -EINVAL); /* twice */
+    assert_int_equal(api_query_parse(del, "destroy_data", NULL, &q, &err), -EINVAL); /* no value: not guessed */
+    assert_int_equal(api_query_parse(del, "destroy_data", "true", &q, &err), 0);
+    assert_true(q.destroy_data);
+    const ApiRouteSpec *sd = api_route_spec(API_ROUTE_SHUTDOWN);
+    memset(&q, 0, sizeof q);
+    assert_int_equal(api_query_parse(sd, "stop_workspaces", "true", &q, &err), 0);
+    assert_true(q.has_stop_workspaces && q.stop_workspaces);
+    assert_int_equal(api_query_parse(sd, "stop_workspaces", "maybe", &q, &err), -EINVAL);
+}
+
 static void test_bool_and_peer(void **state) {
     bool b;
     assert_int_equal(api_parse_bool(NULL, &b), 0);
@@ -233,6 +274,7 @@ int main(void) {
         cmocka_unit_test(test_errors),
         cmocka_unit_test(test_body_ok),
         cmocka_unit_test(test_body_bad),
+        cmocka_unit_test(test_refused_input),
         cmocka_unit_test(test_bool_and_peer),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
