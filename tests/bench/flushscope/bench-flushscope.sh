@@ -48,7 +48,7 @@ mkdir -p "$out"
 # then any daemon it recorded that still runs below $WORK (the command line
 # names $WORK, so a reused pid is never hit), then common.sh unmounts and
 # detaches everything below $WORK.
-ours() { tr '\0' ' ' < "/proc/$1/cmdline" 2>/dev/null | grep -qF "$WORK/"; }
+ours() { { tr '\0' ' ' < "/proc/$1/cmdline"; } 2>/dev/null | grep -qF "$WORK/"; }
 gone() { ! ours "$1"; }
 kill_agents() {
     local p

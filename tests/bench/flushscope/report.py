@@ -246,15 +246,22 @@ def quietness(arms, meta):
          f"above {thr} (marked noisy). 1-minute load at the start of the runs: median {fmt(median(lb), 2)}, "
          f"max {fmt(max(lb) if lb else None, 2)}")
     if pre:
-        s += (f"; CPU busy in the 1 s before each run (nothing of the benchmark running but idle daemons): "
+        s += (f"; CPU busy in the {meta.get('pre_window_s', 1)} s before each run (nothing of the benchmark "
+              f"running but idle daemons): "
               f"median {fmt(median(pre), 1)} %, max {fmt(max(pre), 1)} %")
     if steal:
         s += f"; CPU steal during the runs: median {fmt(median(steal), 1)} %, max {fmt(max(steal), 1)} %"
         if steal1:
             s += f" (worst 1 s window {fmt(max(steal1), 1)} %)"
     if settle:
+        why = {}
+        for a in arms:
+            k = (a.get("load") or {}).get("settle")
+            if k:
+                why[k] = why.get(k, 0) + 1
         s += (f"; waited {sum(settle):.0f} s in all for the load to settle to {meta.get('settle_load', thr)} "
-              f"(at most {meta.get('settle_max', '?')} s per run)")
+              f"(at most {meta.get('settle_max', '?')} s per run"
+              + (": " + ", ".join(f"{k} {v}" for k, v in sorted(why.items())) if why else "") + ")")
     la0, la1 = (meta.get("machine") or {}).get("loadavg"), meta.get("loadavg_end")
     if la0:
         s += f". Load average at the start of the invocation {' / '.join(f'{x:.2f}' for x in la0[:3])}"
