@@ -1,13 +1,15 @@
 #!/usr/bin/env bash
-# The flush-scope benchmark (docs/benchmarks.md, "Flush scope"): N
-# workspaces run the same workload in parallel, per arm: sharing one host
-# filesystem (shared, shared-fdatasync), placed by layoutd on loop-backed
-# ext4 DIO volumes (layoutd-b3, layoutd-b1), and natively on those volumes
-# (native-fsync, native-buffered); then fio on a FUSE mount vs natively.
-# Reports; asserts nothing about time. Fails when the benchmark itself
-# breaks (a workload error, a daemon that does not come up, a failed carve).
+# The flush-scope benchmark (tests/bench/flushscope/README.md): N
+# workspaces run the same workload in parallel, per arm (arms.py): sharing
+# one host filesystem or placed by layoutd on loop-backed ext4 DIO volumes,
+# through layoutd-wsfs (efficient defaults, --profile=published,
+# fdatasync), without FUSE (the workload's own group commit: *-nofuse), and
+# natively on those volumes (native-fsync, native-buffered); then fio on a
+# FUSE mount vs natively. Reports; asserts nothing about time. Fails when
+# the benchmark itself breaks (a workload error, a daemon that does not
+# come up or leaks, a failed carve).
 #
-#   bench-flushscope.sh [--profile smoke|full] [flushscope.py run options...]
+#   bench-flushscope.sh [--profile smoke|full|published] [flushscope.py run options...]
 #   BENCH_OUT=DIR   where results go (default $LAYOUTD_BUILD_DIR/bench-flushscope/<profile>)
 #
 # Everything is made below $WORK (tests/lib/common.sh) on the root
@@ -41,14 +43,34 @@ out=${BENCH_OUT:-$LAYOUTD_BUILD_DIR/bench-flushscope/$profile}
 mkdir -p "$out"
 
 # The driver cleans up after each arm; this catches what an interrupted
-# driver left: its agents (pids it recorded), then common.sh unmounts and
+# driver left: its agents (pids it recorded) get SIGINT, which stops their
+# daemons too (SIGTERM would leave the daemons running for re-adoption),
+# then any daemon it recorded that still runs below $WORK (the command line
+# names $WORK, so a reused pid is never hit), then common.sh unmounts and
 # detaches everything below $WORK.
+ours() { { tr '\0' ' ' < "/proc/$1/cmdline"; } 2>/dev/null | grep -qF "$WORK/"; }
+gone() { ! ours "$1"; }
 kill_agents() {
     local p
+    local -a live=()
     [ -f "$WORK/agent.pids" ] || return 0
     while read -r p; do
-        kill -TERM "$p" 2>/dev/null || true
+        ours "$p" && live+=("$p") && kill -INT "$p" 2>/dev/null || true
     done < "$WORK/agent.pids"
+    # Each agent stops its daemons within their stop_timeout (3 s).
+    for p in "${live[@]:-}"; do
+        [ -n "$p" ] && { wait_for 30 gone "$p" || log "agent $p did not exit after SIGINT"; }
+    done
+}
+kill_daemons() {
+    local p
+    [ -f "$WORK/daemon.pids" ] || return 0
+    while read -r p; do
+        if ours "$p"; then
+            log "daemon $p still running after its agent stopped, killing it"
+            kill -KILL "$p" 2>/dev/null || true
+        fi
+    done < "$WORK/daemon.pids"
 }
 # Interrupted: the driver gets SIGTERM first, so it tears down the arm it
 # is in (its finally blocks) before common.sh sweeps $WORK.
@@ -60,6 +82,8 @@ stop_driver() {
 }
 on_cleanup stop_driver
 on_cleanup kill_agents
+on_cleanup kill_daemons
+export PYTHONDONTWRITEBYTECODE=1
 
 log "profile $profile, results in $out, load average $(cut -d' ' -f1-3 /proc/loadavg)"
 # In the background and waited for, so that a SIGTERM to this script is

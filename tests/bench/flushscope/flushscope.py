@@ -1,20 +1,21 @@
 #!/usr/bin/python3
 # SPDX-License-Identifier: LGPL-2.1-or-later
-"""The flush-scope benchmark driver (docs/benchmarks.md, "Flush scope").
+"""The flush-scope benchmark driver (tests/bench/flushscope/README.md).
 
 Runs N workspaces of flushscope-workload in parallel per arm, for every N
 and repeat, arms in a shuffled order per repeat, through the real stack
-(layoutd + layoutd-wsfs), and writes raw JSON lines, a markdown summary
-and a gnuplot PNG. Then a small fio job set on a FUSE mount and natively
-on the same volume.
+(layoutd + layoutd-wsfs) and without FUSE, and writes raw JSON lines, a
+markdown summary and two gnuplot PNGs. Then a small fio job set on a FUSE
+mount and natively on the same volume.
 
-  flushscope.py run --work DIR --build BUILD --out OUT [--profile smoke|full] [options]
-  flushscope.py report --out OUT          (re-derive summary and plot from OUT/arms.jsonl)
+  flushscope.py run --work DIR --build BUILD --out OUT [--profile smoke|full|published] [options]
+  flushscope.py report --out OUT [--exclude-noisy]   (re-derive summary and plots from OUT/arms.jsonl)
 
-Only the Debian python3 standard library is used (/usr/bin/python3).
-Every arm run is kept; a failed run is recorded, never retried; the exit
-status is 1 when any run failed (so CI notices a broken benchmark), 0
-otherwise. Nothing here asserts anything about time.
+Only the Debian python3 standard library is used (/usr/bin/python3); the
+arms are in arms.py, the kernel readers in sampler.py, the statistics and
+plots in report.py. Every arm run is kept; a failed run is recorded, never
+retried; the exit status is 1 when any run failed (so CI notices a broken
+benchmark), 0 otherwise. Nothing here asserts anything about time.
 """
 import argparse
 import http.client
@@ -30,23 +31,36 @@ import subprocess
 import sys
 import time
 
-ARMS = ["shared", "layoutd-b3", "layoutd-b1", "native-fsync", "native-buffered", "shared-fdatasync"]
-ARM_DOC = {
-    "shared": "all N on one host filesystem (dir backend), wsfs --commit=syncfs",
-    "layoutd-b3": "wsfs --commit=syncfs on loop-ext4 DIO volumes, workspaces_per_volume 3",
-    "layoutd-b1": "wsfs --commit=syncfs on loop-ext4 DIO volumes, workspaces_per_volume 1",
-    "native-fsync": "no FUSE, on the layoutd-b3 volumes, fsync per file + directories (durable control)",
-    "native-buffered": "no FUSE, on the layoutd-b3 volumes, no sync (floor, not durable)",
-    "shared-fdatasync": "as shared, wsfs --commit=fdatasync",
-}
+# The modules next to this file; no __pycache__ in the source tree.
+sys.dont_write_bytecode = True
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import sampler  # noqa: E402
+from arms import ARM, ARM_DOC, NAMES, WSCAP  # noqa: E402
+from report import PUBLISHED_FILES, decompose, report  # noqa: E402
+
 PROFILES = {
-    # < 3 minutes on the 2-core CI machine, whatever the noise.
-    "smoke": dict(ns=[1, 3], repeats=1, files=200, fio_size="16M", fio_runtime=1),
-    # The scale the full run used on this machine (docs/benchmarks.md).
-    "full": dict(ns=[1, 3, 6, 9, 21], repeats=3, files=2000, fio_size="256M", fio_runtime=5),
+    # < 3 minutes on the 2-core CI machine: every arm once at N = 1 and 3,
+    # no waiting for the load to settle (CI machines are never quiet; the
+    # smoke profile proves the code paths, its numbers mean nothing).
+    "smoke": dict(ns=[1, 3], repeats=1, files=200, fio_size="16M", fio_runtime=1, settle_max=0, pre_window=0.2),
+    # The scale of the v1 full run (25 % of the published files).
+    "full": dict(ns=[1, 3, 6, 9, 21], repeats=3, files=2000, fio_size="256M", fio_runtime=5, settle_max=240,
+                 pre_window=1.0),
+    # The published scale: 8,000 files, ~630 MiB per workspace.
+    "published": dict(ns=[1, 9, 21], repeats=3, files=PUBLISHED_FILES, fio_size="256M", fio_runtime=5,
+                      settle_max=240, pre_window=1.0),
 }
-PUBLISHED_FILES = 8000
-BOOTSTRAP = 5000
+NOISY_LOAD = 1.5    # a run that starts above this 1-minute load is noisy (issue 16)
+SAMPLE_S = 0.1      # the sampler's interval
+# Host bytes a workspace may take at its peak, per byte the workload plans
+# to write (planned_bytes, ~82.5 KB per file): measured as
+# host_used_peak_delta_bytes at 2,000 files, N=3 (README.md, "Disk"):
+# FUSE arms on volumes 1.81-1.86 (the pool's copy of every file >= 64 KiB,
+# overwrites make new objects, and freed blocks of a loop volume stay
+# allocated in its sparse backing file), on the host 1.23-1.32; nofuse and
+# native 1.01-1.28. With ~20 % margin.
+DISK_FACTOR = {"fuse": 2.2, "syncfs": 1.5, "fsync": 1.5, "buffered": 1.5}
+MEAN_FILE_BYTES = 82500  # the size mix's mean (workload.c draw_size)
 
 
 def log(msg):
@@ -109,37 +123,8 @@ def sh(cmd, check=True, **kw):
     return r
 
 
-def cpu_times():
-    with open("/proc/stat") as f:
-        v = [int(x) for x in f.readline().split()[1:9]]
-    return {"user": v[0] + v[1], "system": v[2] + v[5] + v[6], "idle": v[3], "iowait": v[4], "steal": v[7]}
-
-
-def cpu_delta(a, b):
-    d = {k: b[k] - a[k] for k in a}
-    tot = sum(d.values()) or 1
-    return {k + "_pct": round(100.0 * v / tot, 1) for k, v in d.items()}
-
-
 def loadavg():
-    with open("/proc/loadavg") as f:
-        return [float(x) for x in f.read().split()[:3]]
-
-
-def block_stat(dev):
-    """/sys/block/DEV/stat as a dict (Documentation/block/stat.rst)."""
-    try:
-        with open(f"/sys/block/{dev}/stat") as f:
-            v = [int(x) for x in f.read().split()]
-    except OSError:
-        return None
-    v += [0] * (17 - len(v))
-    return {"read_ios": v[0], "read_bytes": v[2] * 512, "write_ios": v[4], "write_bytes": v[6] * 512,
-            "io_ticks_ms": v[9], "flush_ios": v[15], "flush_ticks_ms": v[16]}
-
-
-def stat_delta(a, b):
-    return {k: b[k] - a[k] for k in a} if a and b else None
+    return list(sampler.loadavg()[:3])
 
 
 def loops_below(root):
@@ -153,6 +138,11 @@ def loops_below(root):
     return out
 
 
+def mount_of(dev):
+    r = sh(["findmnt", "-rn", "-S", f"/dev/{dev}", "-o", "TARGET"], check=False)
+    return r.stdout.splitlines()[0] if r.stdout.strip() else None
+
+
 def root_disk():
     """The block device holding / (for the shared arms' I/O counters)."""
     r = sh(["findmnt", "-n", "-o", "SOURCE", "/"], check=False)
@@ -161,11 +151,20 @@ def root_disk():
 
 
 def proc_cpu_s(pid):
+    """utime + stime of a process (all its threads), s."""
     try:
         with open(f"/proc/{pid}/stat") as f:
             v = f.read().rsplit(")", 1)[1].split()
         return (int(v[11]) + int(v[12])) / os.sysconf("SC_CLK_TCK")
-    except (OSError, IndexError, ValueError):
+    except (OSError, IndexError, ValueError, TypeError):
+        return None
+
+
+def proc_cmdline(pid):
+    try:
+        with open(f"/proc/{pid}/cmdline", "rb") as f:
+            return f.read().replace(b"\0", b" ").decode(errors="replace")
+    except OSError:
         return None
 
 
@@ -189,6 +188,52 @@ def drop_caches():
         f.write("3\n")
 
 
+def settle(c):
+    """Waits for the 1-minute load to fall to c.settle_load: the previous
+    arm's own processes weigh on it for minutes (the kernel's load average
+    decays as e^(-t/60): from 21 runnable tasks to 1.5 takes ~160 s). Gives
+    up after c.settle_max s, or when the load has stopped falling (less than
+    10 % in 30 s, where our own share alone would fall by 40 %): what is left
+    is someone else's, and waiting longer would not make the run quiet.
+    Returns: (seconds waited, why it stopped)."""
+    t0, seen = time.monotonic(), []
+    while c.settle_max > 0:
+        now, load = time.monotonic() - t0, sampler.loadavg()[0]
+        if load <= c.settle_load:
+            return round(now, 1), "settled"
+        if now >= c.settle_max:
+            return round(now, 1), "cap"
+        before = [l for t, l in seen if t <= now - 30]
+        if before and load > 0.9 * before[-1]:
+            return round(now, 1), "foreign-load"
+        seen.append((now, load))
+        time.sleep(1)
+    return 0.0, "off"
+
+
+def pre_window(seconds):
+    """The machine's CPU over a short window, with nothing of the benchmark
+    running but idle daemons: what everyone else is doing."""
+    a = sampler.cpu_times()
+    la = sampler.loadavg()
+    time.sleep(seconds)
+    d = sampler.cpu_delta(a, sampler.cpu_times())
+    return {"busy_pct": round(100 - d["idle_pct"] - d["iowait_pct"], 1), "steal_pct": d["steal_pct"],
+            "iowait_pct": d["iowait_pct"], "running": la[3]}
+
+
+def disk_need(c, spec, n):
+    """Bytes of the host filesystem an arm run needs free: what it may take
+    at its peak (DISK_FACTOR), or for the arms on volumes what the sparse
+    backing files may claim if that is more: the engine never overcommits
+    the host (backend_check_space), so a carve needs all of it free."""
+    use = int(n * c.files * MEAN_FILE_BYTES * DISK_FACTOR[spec["mode"]])
+    if spec["storage"] != "volumes":
+        return use
+    vs, cs = volume_sizes(n, spec["bound"], c.files)
+    return max(use, (int(math.ceil(n / spec["bound"])) * vs + cs) << 20)
+
+
 # ---------------------------------------------------------------- layouts
 
 def volume_sizes(n, bound, files):
@@ -200,30 +245,43 @@ def volume_sizes(n, bound, files):
     return mib(bound * per_ws + (256 << 20)), mib(n * per_ws + (256 << 20))
 
 
-def layout_yaml(c, root, arm, n):
+def layout_yaml(c, root, spec, n):
+    """The generated layout of one arm run (docs/layout.md)."""
     sock = f"{root}/api.sock"
-    if arm.startswith("shared"):
-        commit = "fdatasync" if arm == "shared-fdatasync" else "syncfs"
+    # gc: false: the content pool's sweep (hourly, or at once when a content
+    # volume is short of free space) would walk every state dir under the
+    # pool lock in the middle of a run; objects are never older than its
+    # grace period here anyway, so it could only add noise.
+    if spec["storage"] == "shared":
         pools = f"""  state: {{backend: dir, min_volumes: 1, max_volumes: 1, workspaces_per_volume: {max(n, 1)}}}
-  content: {{backend: dir, shards: 1}}"""
+  content: {{backend: dir, shards: 1, gc: false}}"""
     else:
-        commit = "syncfs"
-        bound = 1 if arm == "layoutd-b1" else 3
+        bound = spec["bound"]
         nvol = int(math.ceil(n / bound))
         vs, cs = volume_sizes(n, bound, c.files)
-        pools = f"""  state: {{backend: loop-ext4, volume_size: {vs}MiB, min_volumes: {nvol}, max_volumes: {nvol}, workspaces_per_volume: {bound}, direct_io: true}}
-  content: {{backend: loop-ext4, volume_size: {cs}MiB, shards: 1, direct_io: true}}"""
-    return f"""# flush-scope benchmark, arm {arm}, N={n} (generated)
+        wb = lambda role: (f", writeback: {{max_bytes: {WSCAP[role]}, strict_limit: true}}"
+                           if spec.get("wscap") else "")
+        pools = f"""  state: {{backend: loop-ext4, volume_size: {vs}MiB, min_volumes: {nvol}, max_volumes: {nvol}, workspaces_per_volume: {bound}, direct_io: true{wb("state")}}}
+  content: {{backend: loop-ext4, volume_size: {cs}MiB, shards: 1, direct_io: true, gc: false{wb("content")}}}"""
+    args = [f"--commit={spec.get('commit', 'syncfs')}", f'"--stats-file={root}/stats/{{id}}.json"']
+    if spec.get("profile", "default") != "default":
+        args.append(f"--profile={spec['profile']}")
+    # on_agent_stop: stop: the agent keeps its daemons running across a
+    # SIGTERM by default (re-adoption); a benchmark arm must never leave
+    # daemons or mounts behind for the next one. The driver stops agents
+    # with SIGINT, which stops them anyway; this is the second line.
+    return f"""# flush-scope benchmark, arm {spec['name']}, N={n} (generated)
 version: 1
 root: {root}
 pools:
 {pools}
 workspace:
-  command: [{c.wsfs}, --state, "{{state_dir}}", --content, "{{content_dirs}}", --commit={commit}, "--stats-file={root}/stats/{{id}}.json", "{{mountpoint}}"]
+  command: [{c.wsfs}, --state, "{{state_dir}}", --content, "{{content_dirs}}", {", ".join(args)}, "{{mountpoint}}"]
   restart: never
   ready_timeout: 30s
   stop_timeout: 3s
   hang_timeout: 0
+  on_agent_stop: stop
 api:
   socket: {sock}
   flush_probe_interval: 0
@@ -257,8 +315,11 @@ class Agent:
         return poll(up, 300, "layoutd's volumes to be up")
 
     def stop(self):
+        """SIGINT: the agent stops its daemons (SIGTERM, unmount, SIGKILL after
+        stop_timeout) and exits. SIGTERM would leave them running for the next
+        agent to re-adopt (docs/supervision.md)."""
         if self.proc.poll() is None:
-            self.proc.send_signal(signal.SIGTERM)
+            self.proc.send_signal(signal.SIGINT)
             try:
                 self.proc.wait(60)
             except subprocess.TimeoutExpired:
@@ -306,69 +367,120 @@ def run_workloads(c, specs, n):
                 p.wait()
 
 
+def carve_without_agent(c, root, layout, spec, n, seeds):
+    """The arms without a daemon: the volumes (or the shared directory) by
+    `layoutctl apply`, workspace i on state-(i mod volumes), as spread
+    placement does."""
+    sh([c.layoutctl, "apply", "--layout", layout])
+    nvol = 1 if spec["storage"] == "shared" else int(math.ceil(n / spec["bound"]))
+    specs = []
+    for i in range(n):
+        d = f"{root}/volumes/state-{i % nvol}/workspaces/ws-{i}"
+        os.makedirs(d)
+        specs.append({"id": f"ws-{i}", "dir": d, "seed": seeds[i], "volume": f"state-{i % nvol}",
+                      "mode": spec["mode"]})
+    vols = [{"name": f"state-{k}"} for k in range(nvol)] + [{"name": "content-0"}]
+    return specs, vols
+
+
+def start_workspaces(c, agent, n, seeds, root):
+    """POSTs n workspaces and waits for their daemons; returns the workload specs."""
+    for i in range(n):
+        st, v = api(agent.sock, "POST", "/v1/workspaces", {"id": f"ws-{i}"})
+        if st // 100 != 2:
+            raise RuntimeError(f"POST ws-{i}: {st} {v}")
+
+    def running():
+        st, v = api(agent.sock, "GET", "/v1/workspaces")
+        ws = (v or {}).get("workspaces", [])
+        bad = [w for w in ws if w["daemon"].get("state") in ("failed", "backoff", "stopped")]
+        if bad:
+            raise RuntimeError(f"daemon of {bad[0]['id']} is {bad[0]['daemon']} (log {agent.log.name})")
+        return ws if len(ws) == n and all(w["daemon"].get("state") == "running" for w in ws) else None
+    ws = {w["id"]: w for w in poll(running, 120, "every workspace daemon to be running")}
+    specs = []
+    with open(c.daemon_pidfile, "a") as f:
+        for i in range(n):
+            w = ws[f"ws-{i}"]
+            f.write(f"{w['daemon']['pid']}\n")
+            specs.append({"id": w["id"], "dir": w["mountpoint"], "seed": seeds[i], "mode": "fuse",
+                          "volume": w["volume"], "flush_scope": w.get("flush_scope"),
+                          "pid": w["daemon"]["pid"], "stats": f"{root}/stats/{w['id']}.json"})
+    return specs
+
+
+def leaked_daemons(specs, root):
+    """Daemons of this run still alive after the agent stopped (pid reuse is
+    ruled out by their command line, which names the run's root)."""
+    return [s["pid"] for s in specs if s.get("pid") and root in (proc_cmdline(s["pid"]) or "")]
+
+
 def run_arm(c, rep, n, arm, order):
+    spec = ARM[arm]
     root = f"{c.work}/r{rep}-n{n}-{arm}"
     os.makedirs(f"{root}/stats", exist_ok=True)
     layout = f"{root}.yaml"
     with open(layout, "w") as f:
-        f.write(layout_yaml(c, root, arm, n))
-    rec = {"rep": rep, "n": n, "arm": arm, "order": order, "files_per_ws": c.files, "ok": False, "error": None,
-           "wall_start": time.time(), "loadavg_before": loadavg()}
-    agent = None
+        f.write(layout_yaml(c, root, spec, n))
+    rec = {"rep": rep, "n": n, "arm": arm, "layer": spec["layer"], "order": order, "files_per_ws": c.files,
+           "ok": False, "error": None, "wall_start": time.time()}
+    agent, specs, smp = None, [], None
     t_arm = time.monotonic()
     try:
+        need, free = disk_need(c, spec, n), shutil.disk_usage(c.work).free
+        rec["disk_need_estimate_bytes"] = need
+        if need > free:
+            raise RuntimeError(f"would not fit: needs ~{need / 1e9:.1f} GB free on the host filesystem "
+                               f"(its peak use, or what its sparse volumes claim), {free / 1e9:.1f} GB free")
         seeds = [c.seed + rep * 1000 + i for i in range(n)]
-        specs = []
-        if arm.startswith("native"):
-            # The layoutd-b3 volumes, carved by layoutctl apply (no agent,
-            # no FUSE); workspace i on state-(i mod volumes), as spread
-            # placement does.
-            with open(layout, "w") as f:
-                f.write(layout_yaml(c, root, "layoutd-b3", n))
-            sh([c.layoutctl, "apply", "--layout", layout])
-            nvol = int(math.ceil(n / 3))
-            for i in range(n):
-                d = f"{root}/volumes/state-{i % nvol}/workspaces/ws-{i}"
-                os.makedirs(d)
-                specs.append({"id": f"ws-{i}", "dir": d, "seed": seeds[i], "volume": f"state-{i % nvol}",
-                              "mode": "fsync" if arm == "native-fsync" else "buffered"})
-            rec["volumes"] = [{"name": f"state-{k}"} for k in range(nvol)] + [{"name": "content-0"}]
+        if not spec["daemon"]:
+            specs, rec["volumes"] = carve_without_agent(c, root, layout, spec, n, seeds)
         else:
             agent = Agent(c, root, layout)
             vols = agent.ready()
-            rec["volumes"] = [{k: v.get(k) for k in ("name", "backend", "device", "direct_io", "logical_block_size")}
-                              for v in vols]
-            for i in range(n):
-                st, v = api(agent.sock, "POST", "/v1/workspaces", {"id": f"ws-{i}"})
-                if st // 100 != 2:
-                    raise RuntimeError(f"POST ws-{i}: {st} {v}")
-
-            def running():
-                st, v = api(agent.sock, "GET", "/v1/workspaces")
-                ws = (v or {}).get("workspaces", [])
-                bad = [w for w in ws if w["daemon"].get("state") in ("failed", "backoff", "stopped")]
-                if bad:
-                    raise RuntimeError(f"daemon of {bad[0]['id']} is {bad[0]['daemon']} (log {agent.log.name})")
-                return ws if len(ws) == n and all(w["daemon"].get("state") == "running" for w in ws) else None
-            ws = {w["id"]: w for w in poll(running, 120, "every workspace daemon to be running")}
-            for i in range(n):
-                w = ws[f"ws-{i}"]
-                specs.append({"id": w["id"], "dir": w["mountpoint"], "seed": seeds[i], "mode": "fuse",
-                              "volume": w["volume"], "flush_scope": w.get("flush_scope"),
-                              "pid": w["daemon"]["pid"], "stats": f"{root}/stats/{w['id']}.json"})
-        devs = sorted(loops_below(root))
-        if arm.startswith("shared") and c.root_disk:
-            devs.append(c.root_disk)
+            rec["volumes"] = [{k: v.get(k) for k in ("name", "backend", "device", "direct_io", "logical_block_size",
+                                                     "writeback")} for v in vols]
+            specs = start_workspaces(c, agent, n, seeds, root)
+            rec["daemon_comm"] = sorted({(sampler.read_first(f"/proc/{s['pid']}/comm") or "?") for s in specs})
+        loops = loops_below(root)
+        devs = {d: mount_of(d) for d in sorted(loops)}
+        names = {d: os.path.basename(b).rsplit(".img", 1)[0] for d, b in loops.items()}
+        if spec["storage"] == "shared" and c.root_disk:
+            devs[c.root_disk] = "/"
+            names[c.root_disk] = "root fs"
+        rec["bdi"] = {names[d]: sampler.bdi_limits(d) for d in devs}
         drop_caches()
-        io0 = {d: block_stat(d) for d in devs}
-        cpu0 = cpu_times()
+        # Load discipline: let the previous run's load decay, then look at
+        # the machine for a second with nothing of ours running.
+        settle_s, settled = settle(c)
+        pre = pre_window(c.pre_window)
+        rec["loadavg_before"] = loadavg()
+        rec["noisy"] = rec["loadavg_before"][0] > c.noisy_load
+        rec["load"] = {"settle_s": settle_s, "settle": settled, "pre": pre, "noisy_load": c.noisy_load}
+        io0 = {d: sampler.block_stat(d) for d in devs}
+        cpu0 = sampler.cpu_times()
+        dcpu0 = {s["id"]: proc_cpu_s(s["pid"]) for s in specs if s.get("pid")}
+        smp = sampler.Sampler(devs, c.work, SAMPLE_S)
+        smp.start()
         t0 = time.monotonic()
         res = run_workloads(c, specs, n)
         rec["arm_seconds"] = round(time.monotonic() - t0, 3)
-        rec["cpu"] = cpu_delta(cpu0, cpu_times())
-        rec["io"] = {d: stat_delta(io0[d], block_stat(d)) for d in devs}
+        cpu1 = sampler.cpu_times()
+        # Daemon CPU at the end of the run, before anything stops them.
+        dcpu1 = {s["id"]: proc_cpu_s(s["pid"]) for s in specs if s.get("pid")}
+        smp.stop()
+        rec["mem"] = smp.summary()
+        rec["cpu"] = sampler.cpu_delta(cpu0, cpu1)
+        rec["cpu_seconds"] = sampler.cpu_seconds(cpu0, cpu1)
+        rec["io"] = {d: sampler.stat_delta(io0[d], sampler.block_stat(d)) for d in devs}
         rec["io_devices"] = {d: ("root fs" if d == c.root_disk else "loop") for d in devs}
+        rec["dev_names"] = names
         rec["loadavg_after"] = loadavg()
+        for r in res:
+            d0, d1 = dcpu0.get(r.get("id")), dcpu1.get(r.get("id"))
+            if d0 is not None and d1 is not None:
+                r["daemon_cpu_s"] = round(d1 - d0, 3)
+                r["daemon_cpu_total_s"] = d1
         if agent:
             st, v = api(agent.sock, "GET", "/v1/workspaces")
             for w in (v or {}).get("workspaces", []):
@@ -377,12 +489,19 @@ def run_arm(c, rep, n, arm, order):
                     continue
                 r["daemon_state"] = w["daemon"].get("state")
                 r["daemon_restarts"] = w["daemon"].get("restarts")
-                r["daemon_cpu_s"] = proc_cpu_s(w["daemon"].get("pid"))
                 r["flush_scope"] = w.get("flush_scope")
                 if r["daemon_state"] != "running" or r["daemon_restarts"]:
                     r["ok"] = False
                     r["error"] = r.get("error") or f"daemon {r['daemon_state']}, {r['daemon_restarts']} restarts"
+        for r in res:
+            if r.get("ok"):
+                r["decomp"] = decompose(r)
+        wcpu = sum((r.get("cpu_user_s") or 0) + (r.get("cpu_sys_s") or 0) for r in res)
+        dcpu = sum(r.get("daemon_cpu_s") or 0 for r in res)
+        rec["other_cpu_s"] = round(rec["cpu_seconds"]["busy"] - wcpu - dcpu, 3)
         rec["workspaces"] = res
+        with open(c.samples_path, "a") as f:
+            f.write(json.dumps({"rep": rep, "n": n, "arm": arm, "dev_names": names, **smp.series()}) + "\n")
         bad = [r for r in res if not r.get("ok")]
         if bad:
             raise RuntimeError(f"{len(bad)}/{n} workspaces failed; first: {bad[0]['id']}: {bad[0].get('error')}")
@@ -394,6 +513,8 @@ def run_arm(c, rep, n, arm, order):
         rec["error"] = str(e)
         log(f"rep {rep} N={n} {arm}: FAILED: {e}")
     finally:
+        if smp and smp.is_alive():
+            smp.stop()
         rec["wall_seconds"] = round(time.monotonic() - t_arm, 3)
         if agent:
             try:
@@ -403,8 +524,20 @@ def run_arm(c, rep, n, arm, order):
                 poll(lambda: not (api(agent.sock, "GET", "/v1/workspaces", timeout=10)[1] or {}).get("workspaces"),
                      60, "workspaces to be removed")
             except Exception as e:
-                log(f"removing workspaces: {e}, ignoring (unmounting below {root})")
+                log(f"removing workspaces: {e}, ignoring (the agent stops what is left)")
             agent.stop()
+            leaked = leaked_daemons(specs, root)
+            if leaked:
+                # Never hidden: the next arm would share the machine with them.
+                for p in leaked:
+                    try:
+                        os.kill(p, signal.SIGKILL)
+                    except OSError:
+                        pass
+                rec["leaked_daemons"] = leaked
+                rec["ok"] = False
+                rec["error"] = rec["error"] or f"{len(leaked)} daemons still running after the agent stopped"
+                log(f"rep {rep} N={n} {arm}: {len(leaked)} daemons leaked, killed")
         sh([c.layoutctl, "teardown", "--layout", layout, "--destroy-data"], check=False)
         cleanup_below(root)
         shutil.rmtree(root, ignore_errors=True)
@@ -465,7 +598,7 @@ def run_fio(c):
     os.makedirs(f"{root}/stats", exist_ok=True)
     layout = f"{root}.yaml"
     with open(layout, "w") as f:
-        f.write(layout_yaml(c, root, "layoutd-b3", 1))
+        f.write(layout_yaml(c, root, ARM["layoutd-b3"], 1))
     agent, results, ok = None, [], True
     try:
         agent = Agent(c, root, layout)
@@ -509,269 +642,6 @@ def run_fio(c):
     return ok
 
 
-# ---------------------------------------------------------------- statistics
-
-def median(v):
-    return statistics.median(v) if v else None
-
-
-def boot_ci(vals, seed=12345):
-    """Median of vals with a bootstrap 95 % CI (percentile method)."""
-    if not vals:
-        return None
-    rng = random.Random(seed)
-    meds = sorted(statistics.median(rng.choices(vals, k=len(vals))) for _ in range(BOOTSTRAP))
-    return {"median": statistics.median(vals), "lo": meds[int(0.025 * BOOTSTRAP)],
-            "hi": meds[int(0.975 * BOOTSTRAP) - 1], "n": len(vals)}
-
-
-def hist_pct(hists, q):
-    """Percentile from merged [upper_us, count] histograms (upper bound of the bucket)."""
-    merged = {}
-    for h in hists:
-        for up, cnt in h:
-            merged[up] = merged.get(up, 0) + cnt
-    tot = sum(merged.values())
-    if not tot:
-        return None
-    need, acc = q * tot, 0
-    for up in sorted(merged):
-        acc += merged[up]
-        if acc >= need:
-            return up
-    return max(merged)
-
-
-def analyse(arms):
-    """Per (rep, n, arm) values, then per (n, arm) summaries with paired ratios."""
-    per = {}
-    for a in arms:
-        if not a.get("ok"):
-            continue
-        ws = a["workspaces"]
-        comp = [w["completed_s"] for w in ws]
-        per[(a["rep"], a["n"], a["arm"])] = {
-            "median": statistics.median(comp), "max": max(comp),
-            "accepted": statistics.median(w["accepted_s"] for w in ws),
-            "mbps": sum(w["bytes_written"] for w in ws) / max(comp) / 1e6,
-            "rec": a,
-        }
-    ns = sorted({a["n"] for a in arms})
-    reps = sorted({a["rep"] for a in arms})
-    arm_names = [x for x in ARMS if any(a["arm"] == x for a in arms)]
-    rows = []
-    for n in ns:
-        for arm in arm_names:
-            runs = [per[(r, n, arm)] for r in reps if (r, n, arm) in per]
-            tried = [a for a in arms if a["n"] == n and a["arm"] == arm]
-            row = {"n": n, "arm": arm, "runs": len(runs), "failed": len(tried) - len(runs)}
-            if runs:
-                recs = [x["rec"] for x in runs]
-                wss = [w for r in recs for w in r["workspaces"]]
-                row.update({
-                    "median_s": median([x["median"] for x in runs]),
-                    "max_s": max(x["max"] for x in runs),
-                    "accepted_s": median([x["accepted"] for x in runs]),
-                    "mbps": median([x["mbps"] for x in runs]),
-                    "per_rep_median_s": [round(x["median"], 3) for x in runs],
-                })
-                for op in ("write", "read", "stat"):
-                    hs = [w["lat"][op]["hist"] for w in wss]
-                    row[f"{op}_p50_us"] = hist_pct(hs, 0.50)
-                    row[f"{op}_p95_us"] = hist_pct(hs, 0.95)
-                st = [w["watch"]["stats"] for w in wss if w.get("watch") and w["watch"].get("stats")]
-                if st:
-                    row["flushes_per_ws"] = median([s["flushes"] for s in st])
-                    row["flush_s_per_ws"] = median([s["flush_us"] / 1e6 for s in st])
-                    row["batches_per_ws"] = median([s["batches"] for s in st])
-                    row["flush_share"] = median([s["flush_us"] / 1e6 / w["completed_s"] for s, w in
-                                                 ((w["watch"]["stats"], w) for w in wss if w.get("watch"))])
-                fs = [w["file_fsyncs"] + w["dir_fsyncs"] for w in wss if w.get("file_fsyncs") is not None]
-                if arm == "native-fsync" and fs:
-                    row["fsyncs_per_ws"] = median(fs)
-                wcpu = [w["cpu_user_s"] + w["cpu_sys_s"] for w in wss if w.get("cpu_user_s") is not None]
-                if wcpu:
-                    row["workload_cpu_s_per_ws"] = median(wcpu)
-                dcpu = [w["daemon_cpu_s"] for w in wss if w.get("daemon_cpu_s") is not None]
-                if dcpu:
-                    row["daemon_cpu_s_per_ws"] = median(dcpu)
-                io_loop = [sum(v["write_bytes"] for d, v in r["io"].items() if v and r["io_devices"][d] == "loop")
-                           for r in recs]
-                fl_loop = [sum(v["flush_ios"] for d, v in r["io"].items() if v and r["io_devices"][d] == "loop")
-                           for r in recs]
-                io_root = [sum(v["write_bytes"] for d, v in r["io"].items() if v and r["io_devices"][d] != "loop")
-                           for r in recs]
-                fl_root = [sum(v["flush_ios"] for d, v in r["io"].items() if v and r["io_devices"][d] != "loop")
-                           for r in recs]
-                if any(io_loop):
-                    row["loop_write_MB"] = median(io_loop) / 1e6
-                    row["loop_flush_ios"] = median(fl_loop)
-                if any(io_root):
-                    row["rootdisk_write_MB"] = median(io_root) / 1e6
-                    row["rootdisk_flush_ios"] = median(fl_root)
-                row["cpu_busy_pct"] = median([100 - r["cpu"]["idle_pct"] - r["cpu"]["iowait_pct"] for r in recs])
-                row["iowait_pct"] = median([r["cpu"]["iowait_pct"] for r in recs])
-                row["loadavg"] = median([r["loadavg_before"][0] for r in recs])
-            for ref in ("shared", "native-fsync"):
-                ratios = [per[(r, n, arm)]["median"] / per[(r, n, ref)]["median"]
-                          for r in reps if (r, n, arm) in per and (r, n, ref) in per]
-                row[f"vs_{ref}"] = boot_ci(ratios)
-            slow = [per[(r, n, arm)]["median"] / per[(r, ns[0], arm)]["median"]
-                    for r in reps if (r, n, arm) in per and (r, ns[0], arm) in per]
-            row["slowdown"] = boot_ci(slow)
-            rows.append(row)
-    return rows
-
-
-def fmt(v, d=2):
-    if v is None:
-        return "–"
-    if isinstance(v, dict):
-        if v["n"] == 1:
-            return f"{v['median']:.{d}f}"
-        return f"{v['median']:.{d}f} [{v['lo']:.{d}f}, {v['hi']:.{d}f}]"
-    if isinstance(v, float):
-        return f"{v:.{d}f}"
-    return str(v)
-
-
-def fmt_us(v):
-    if v is None:
-        return "–"
-    return f"{v / 1000:.1f} ms" if v >= 1000 else f"{v:.0f} µs"
-
-
-def report(out):
-    with open(f"{out}/arms.jsonl") as f:
-        arms = [json.loads(l) for l in f if l.strip()]
-    meta = {}
-    if os.path.exists(f"{out}/meta.json"):
-        with open(f"{out}/meta.json") as f:
-            meta = json.load(f)
-    rows = analyse(arms)
-    with open(f"{out}/summary.json", "w") as f:
-        json.dump(rows, f, indent=1)
-    ns = sorted({r["n"] for r in rows})
-    L = []
-    L.append(f"Profile `{meta.get('profile', '?')}`: {meta.get('files', '?')} files per workspace "
-             f"({meta.get('files_scale', '?')} of the published 8,000), N = {', '.join(map(str, ns))}, "
-             f"{meta.get('repeats', '?')} repeat(s); {len(arms)} arm runs, "
-             f"{sum(1 for a in arms if not a.get('ok'))} failed. Load average during the runs: "
-             f"{fmt(median([a['loadavg_before'][0] for a in arms]), 1)} median, "
-             f"{fmt(max((a['loadavg_before'][0] for a in arms), default=None), 1)} max.")
-    L.append("")
-    L.append("Completion time = until the workspace's last operation returned *and* its last byte is durable "
-             "(native-buffered: never durable, its end time). Ratios are medians of per-repeat paired ratios "
-             "(bootstrap 95 % CI in brackets when there is more than one repeat).")
-    L.append("")
-    L.append("| N | arm | runs (failed) | median s | max s | accepted s | MB/s | × shared | × native-fsync | "
-             "slowdown vs N=1 | write p50/p95 | read p50/p95 | stat p50/p95 |")
-    L.append("|---|---|---|---|---|---|---|---|---|---|---|---|---|")
-    for r in rows:
-        L.append(f"| {r['n']} | {r['arm']} | {r['runs']} ({r['failed']}) | {fmt(r.get('median_s'))} | "
-                 f"{fmt(r.get('max_s'))} | {fmt(r.get('accepted_s'))} | {fmt(r.get('mbps'), 1)} | "
-                 f"{fmt(r['vs_shared'])} | {fmt(r['vs_native-fsync'])} | {fmt(r['slowdown'])} | "
-                 f"{fmt_us(r.get('write_p50_us'))} / {fmt_us(r.get('write_p95_us'))} | "
-                 f"{fmt_us(r.get('read_p50_us'))} / {fmt_us(r.get('read_p95_us'))} | "
-                 f"{fmt_us(r.get('stat_p50_us'))} / {fmt_us(r.get('stat_p95_us'))} |")
-    L.append("")
-    L.append("Flushes and I/O (medians per workspace / per run):")
-    L.append("")
-    L.append("| N | arm | flushes/ws | flush s/ws | flush share | batches/ws | fsyncs/ws | workload CPU s/ws | daemon CPU s/ws | "
-             "loop write MB | loop flush IOs | root-disk write MB | root-disk flush IOs | CPU busy % | iowait % |")
-    L.append("|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|")
-    for r in rows:
-        L.append(f"| {r['n']} | {r['arm']} | {fmt(r.get('flushes_per_ws'), 0)} | {fmt(r.get('flush_s_per_ws'))} | "
-                 f"{fmt(r.get('flush_share'))} | {fmt(r.get('batches_per_ws'), 0)} | {fmt(r.get('fsyncs_per_ws'), 0)} | "
-                 f"{fmt(r.get('workload_cpu_s_per_ws'))} | {fmt(r.get('daemon_cpu_s_per_ws'))} | {fmt(r.get('loop_write_MB'), 0)} | "
-                 f"{fmt(r.get('loop_flush_ios'), 0)} | {fmt(r.get('rootdisk_write_MB'), 0)} | "
-                 f"{fmt(r.get('rootdisk_flush_ios'), 0)} | {fmt(r.get('cpu_busy_pct'), 0)} | "
-                 f"{fmt(r.get('iowait_pct'), 0)} |")
-    L.append("")
-    nmax = ns[-1] if ns else None
-    get = lambda arm: next((r for r in rows if r["n"] == nmax and r["arm"] == arm), None)
-    hl = get("layoutd-b3")
-    if hl:
-        L.append(f"Targets at N={nmax} (headline arm layoutd-b3):")
-        L.append("")
-        for key, ref, lim in (("vs_shared", "shared", 0.45), ("vs_native-fsync", "native-fsync", 1.5)):
-            v = hl.get(key)
-            if v is None:
-                L.append(f"- layoutd ≤ {lim} × {ref}: not measured (a run failed)")
-            else:
-                met = "**met**" if v["median"] <= lim else f"**not met** (by {v['median'] / lim:.2f}×)"
-                L.append(f"- layoutd ≤ {lim} × {ref}: {fmt(v)} → {met}")
-        L.append("")
-    if os.path.exists(f"{out}/fio.jsonl"):
-        with open(f"{out}/fio.jsonl") as f:
-            fio = [json.loads(l) for l in f if l.strip()]
-        L.append("fio (one workspace: its FUSE mount vs a directory on the same state volume; "
-                 "the reference daemon's cost, not layoutd's):")
-        L.append("")
-        L.append("| job | where | ok | MB/s | IOPS | clat p50 | clat p99 | fsync p50 / p99 | FUSE/native MB/s |")
-        L.append("|---|---|---|---|---|---|---|---|---|")
-        for r in fio:
-            if r.get("where") == "setup":
-                L.append(f"| setup | – | no: {r.get('error')} | | | | | | |")
-                continue
-            side = r.get("write") or r.get("read") or {}
-            if r.get("read") and r.get("write"):  # mixed: report both
-                side = {"bw_MBps": r["read"]["bw_MBps"] + r["write"]["bw_MBps"],
-                        "iops": r["read"]["iops"] + r["write"]["iops"],
-                        "clat_p50_us": r["read"]["clat_p50_us"], "clat_p99_us": r["read"]["clat_p99_us"]}
-            ratio = ""
-            if r["where"] == "fuse":
-                nat = next((x for x in fio if x.get("job") == r["job"] and x.get("where") == "native"), None)
-                ns_ = nat and (nat.get("write") or nat.get("read"))
-                if nat and nat.get("read") and nat.get("write"):
-                    ns_ = {"bw_MBps": nat["read"]["bw_MBps"] + nat["write"]["bw_MBps"]}
-                if ns_ and side and ns_["bw_MBps"]:
-                    ratio = f"{side['bw_MBps'] / ns_['bw_MBps']:.2f}"
-            sy = r.get("sync") or {}
-            sync = f"{fmt_us(sy['p50_us'])} / {fmt_us(sy['p99_us'])}" if sy.get("n") else ""
-            okc = "yes" if r["ok"] else f"no: {str(r.get('error', ''))[:80]}"
-            L.append(f"| {r['job']} | {r['where']} | {okc} | {fmt(side.get('bw_MBps'), 1)} | "
-                     f"{fmt(side.get('iops'), 0)} | {fmt_us(side.get('clat_p50_us'))} | "
-                     f"{fmt_us(side.get('clat_p99_us'))} | {sync} | {ratio} |")
-        L.append("")
-    text = "\n".join(L) + "\n"
-    with open(f"{out}/summary.md", "w") as f:
-        f.write(text)
-    plot(out, rows)
-    return text
-
-
-def plot(out, rows):
-    arm_names = [a for a in ARMS if any(r["arm"] == a and r.get("median_s") is not None for r in rows)]
-    if not arm_names or not shutil.which("gnuplot"):
-        return
-    with open(f"{out}/plot.dat", "w") as f:
-        for a in arm_names:
-            f.write(f'"{a}"\n')
-            for r in rows:
-                if r["arm"] == a and r.get("median_s") is not None:
-                    lo, hi = min(r["per_rep_median_s"]), max(r["per_rep_median_s"])
-                    f.write(f"{r['n']} {r['median_s']:.4f} {lo:.4f} {hi:.4f}\n")
-            f.write("\n\n")
-    plots = ", ".join(f"'plot.dat' index {i} using 1:2:3:4 with yerrorlines lw 2 pt 7 title columnheader(1)"
-                      for i in range(len(arm_names)))
-    script = f"""set terminal pngcairo size 1000,620 font ",11"
-set output 'flushscope.png'
-set title "Flush scope: median workspace completion time vs N (bars: min-max of per-repeat medians)"
-set xlabel "workspaces in parallel (N)"
-set ylabel "median completion time per workspace (s)"
-set key top left
-set grid
-set xtics ({", ".join(str(n) for n in sorted({r['n'] for r in rows}))})
-set xrange [0:{max(r['n'] for r in rows) + 1}]
-set yrange [0:*]
-plot {plots}
-"""
-    with open(f"{out}/plot.gp", "w") as f:
-        f.write(script)
-    subprocess.run(["gnuplot", "plot.gp"], cwd=out, check=False)
-
-
 # ---------------------------------------------------------------- main
 
 def machine():
@@ -779,11 +649,14 @@ def machine():
         return sh(cmd, check=False).stdout.strip()
     with open("/proc/meminfo") as f:
         mem = f.readline().split()[1]
+    vm = {k: sampler.read_first(f"/proc/sys/vm/{k}") for k in
+          ("dirty_ratio", "dirty_background_ratio", "dirty_bytes", "dirty_background_bytes",
+           "dirty_expire_centisecs", "dirty_writeback_centisecs")}
     return {"nproc": os.cpu_count(), "mem_kib": int(mem), "kernel": os.uname().release,
             "cpu": next((l.split(":", 1)[1].strip() for l in open("/proc/cpuinfo") if l.startswith("model name")), ""),
             "root_fs": first(["findmnt", "-n", "-o", "SOURCE,FSTYPE,OPTIONS", "/"]),
             "df_root": first(["df", "-h", "--output=size,avail", "/"]).replace("\n", " "),
-            "loadavg": loadavg()}
+            "vm": vm, "loadavg": loadavg()}
 
 
 def cmd_run(a):
@@ -796,10 +669,13 @@ def cmd_run(a):
     c.files = a.files or prof["files"]
     c.fio_size = prof["fio_size"]
     c.fio_runtime = prof["fio_runtime"]
-    c.arms = a.arms.split(",") if a.arms else ARMS
+    c.settle_max = prof["settle_max"] if a.settle_max is None else a.settle_max
+    c.pre_window = prof["pre_window"]
+    c.settle_load = a.settle_load if a.settle_load is not None else a.noisy_load
+    c.arms = a.arms.split(",") if a.arms else NAMES
     for x in c.arms:
-        if x not in ARMS:
-            sys.exit(f"unknown arm {x}; arms: {', '.join(ARMS)}")
+        if x not in ARM:
+            sys.exit(f"unknown arm {x}; arms: {', '.join(NAMES)}")
     c.layoutd = f"{a.build}/agent/layoutd"
     c.layoutctl = f"{a.build}/agent/layoutctl"
     c.wsfs = f"{a.build}/examples/wsfs/layoutd-wsfs"
@@ -808,18 +684,32 @@ def cmd_run(a):
         if not os.access(p, os.X_OK):
             sys.exit(f"not built: {p}")
     c.pidfile = f"{a.work}/agent.pids"
+    c.daemon_pidfile = f"{a.work}/daemon.pids"
     c.root_disk = root_disk()
     c.arm_timeout = a.arm_timeout or (300 if a.profile == "smoke" else 1800)
     os.makedirs(a.out, exist_ok=True)
+    c.samples_path = f"{a.out}/samples.jsonl"
+    biggest = max(disk_need(c, ARM[x], max(c.ns)) for x in c.arms)
+    free = shutil.disk_usage(a.work).free
     meta = {"profile": a.profile, "files": c.files, "files_scale": round(c.files / PUBLISHED_FILES, 4),
             "ns": c.ns, "repeats": c.repeats, "arms": c.arms, "seed": c.seed, "machine": machine(),
-            "started": time.strftime("%Y-%m-%d %H:%M:%S %z"), "arm_doc": ARM_DOC}
+            "started": time.strftime("%Y-%m-%d %H:%M:%S %z"), "arm_doc": ARM_DOC, "wscap": WSCAP,
+            "noisy_load": c.noisy_load, "settle_load": c.settle_load, "settle_max": c.settle_max,
+            "sample_ms": int(SAMPLE_S * 1000), "pre_window_s": c.pre_window,
+            "dirty_sources": {"meminfo": True, "ext4_delalloc": True, "block_inflight": True,
+                              "bdi_limits": True, "bdi_debugfs": sampler.bdi_debug_available()},
+            "disk": {"largest_arm_need_estimate_bytes": biggest, "free_bytes_at_start": free}}
+    log(f"profile {a.profile}: N={c.ns}, {c.repeats} repeat(s), {c.files} files/ws, {len(c.arms)} arms; "
+        f"largest arm needs ~{biggest / 1e9:.1f} GB of the {free / 1e9:.1f} GB free"
+        + ("" if biggest < free else " (it will be refused)"))
     with open(f"{a.out}/meta.json", "w") as f:
         json.dump(meta, f, indent=1)
     signal.signal(signal.SIGTERM, on_signal)
     signal.signal(signal.SIGINT, on_signal)
     failed = 0
     t0 = time.monotonic()
+    if not a.fio_only:
+        open(c.samples_path, "w").close()
     with open(f"{a.out}/arms.jsonl", "a" if a.fio_only else "w") as c.out_arms:
         for rep in range(0 if a.fio_only else c.repeats):
             for n in c.ns:
@@ -831,7 +721,9 @@ def cmd_run(a):
                     if r["ok"]:
                         comp = sorted(w["completed_s"] for w in r["workspaces"])
                         log(f"rep {rep} N={n} {arm}: median {statistics.median(comp):.2f}s max {comp[-1]:.2f}s "
-                            f"(arm {r['wall_seconds']:.0f}s, total {time.monotonic() - t0:.0f}s)")
+                            f"(arm {r['wall_seconds']:.0f}s, load {r['loadavg_before'][0]:.2f}"
+                            f"{' NOISY' if r['noisy'] else ''}, settled {r['load']['settle_s']:.0f}s, "
+                            f"total {time.monotonic() - t0:.0f}s)")
     fio_ok = True
     if not a.no_fio:
         fio_ok = run_fio(c)
@@ -858,19 +750,29 @@ def main():
     r.add_argument("--profile", choices=PROFILES, default="smoke")
     r.add_argument("--ns", help="comma-separated N values (default: the profile's)")
     r.add_argument("--repeats", type=int)
-    r.add_argument("--files", type=int, help="files per workspace (published: 8000)")
-    r.add_argument("--arms", help=f"comma-separated subset of {','.join(ARMS)}")
+    r.add_argument("--files", type=int, help=f"files per workspace (published: {PUBLISHED_FILES})")
+    r.add_argument("--arms", help=f"comma-separated subset of {','.join(NAMES)}")
     r.add_argument("--seed", type=int, default=1)
     r.add_argument("--arm-timeout", type=int)
+    r.add_argument("--noisy-load", type=float, default=NOISY_LOAD,
+                   help=f"a run starting above this 1-minute load is marked noisy (default {NOISY_LOAD})")
+    r.add_argument("--settle-max", type=int,
+                   help="wait at most this many s before each run for the load to settle (smoke: 0, else 240)")
+    r.add_argument("--settle-load", type=float, help="the load to wait for (default: --noisy-load)")
     r.add_argument("--no-fio", action="store_true")
     r.add_argument("--fio-only", action="store_true", help="skip the arms, run only the fio job set")
     q = sub.add_parser("report")
     q.add_argument("--out", required=True)
+    q.add_argument("--exclude-noisy", action="store_true", help="leave noisy runs out of every figure")
     a = p.parse_args()
     if a.cmd == "report":
-        print(report(a.out))
+        print(report(a.out, a.exclude_noisy))
         return 0
-    return cmd_run(a)
+    try:
+        return cmd_run(a)
+    except Stop as e:  # each arm tore itself down (its finally block) on the way out
+        log(f"interrupted ({e}); what ran is in {a.out}/arms.jsonl")
+        return 130
 
 
 if __name__ == "__main__":

@@ -2,9 +2,10 @@
 /*
  * flushscope-workload: one workspace's part of the flush-scope benchmark.
  *
- *   flushscope-workload --dir DIR --files F --seed S --mode fuse|fsync|buffered
+ *   flushscope-workload --dir DIR --files F --seed S --mode fuse|syncfs|fsync|buffered
  *                       [--stats-file PATH --daemon-pid PID] [--start-at NS]
  *                       [--id NAME] [--durable-timeout SEC]
+ *                       [--batch-records N] [--batch-ms MS]
  *
  * Phases, each timed: write F files (sizes drawn from a fixed mix: 80 %
  * below 4 KiB, 17 % 4-256 KiB, 3 % 256 KiB-8 MiB, log-uniform within a
@@ -18,6 +19,14 @@
  *   fuse      the FUSE daemon behind DIR (group commit); no fsync here. With
  *             --stats-file/--daemon-pid, the durable point is measured: see
  *             "Times" below.
+ *   syncfs    the daemon's group commit, done here without FUSE
+ *             (groupcommit.c: the rules of layoutd-wsfs --commit=syncfs,
+ *             batches of --batch-records 512 records or --batch-ms 50 ms
+ *             after their first record, then syncfs(2) of DIR's
+ *             filesystem, in a committer thread). Records are counted as
+ *             the daemon counts them (examples/wsfs/ops.c): one per mkdir,
+ *             create or O_TRUNC open, rename and unlink, and one per file
+ *             and batch for its writes.
  *   fsync     fsync(2) of every file written (before close) and of every
  *             directory whose entries changed, once per directory and phase.
  *   buffered  nothing; never durable (the floor).
@@ -29,6 +38,8 @@
  *   durable_s    fuse: the first moment at which a stats file written
  *                after accepted_s reports records_committed == records,
  *                i.e. every record the daemon took by then is committed.
+ *                syncfs: the commit that made every record durable
+ *                (the workload waits for it after the walk).
  *                A watcher thread starts at accepted_s, sends SIGUSR1 to
  *                the daemon (which forces an unthrottled stats write) and
  *                polls the file every 2 ms (re-signalling every 250 ms).
@@ -36,6 +47,11 @@
  *                returned). buffered: null.
  *   completed_s  max(end_s, durable_s): the workspace is done and its last
  *                byte is durable. buffered: = end_s, marked not durable.
+ *
+ * Time in flush (for the benchmark's time decomposition): syncfs: the
+ * committer's time inside syncfs(2) ("commit".flush_us); fsync: the time
+ * inside fsync(2) of files and directories ("fsync_us"); fuse: the
+ * daemon's own counter (its stats file, read by the driver).
  *
  * Prints one JSON object on stdout. Exit status 0 only if every operation
  * and every check succeeded.
@@ -57,6 +73,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "groupcommit.h"
 #include "macro.h"
 
 #define CHUNK (1024 * 1024)
@@ -65,10 +82,11 @@
 #define FILES_PER_DIR 64
 #define LEAVES_PER_TOP 16
 
-typedef enum Mode { MODE_FUSE, MODE_FSYNC, MODE_BUFFERED, _MODE_MAX, _MODE_INVALID = -EINVAL } Mode;
+typedef enum Mode { MODE_FUSE, MODE_SYNCFS, MODE_FSYNC, MODE_BUFFERED, _MODE_MAX, _MODE_INVALID = -EINVAL } Mode;
 
 static const char *const mode_table[_MODE_MAX] = {
     [MODE_FUSE] = "fuse",
+    [MODE_SYNCFS] = "syncfs",
     [MODE_FSYNC] = "fsync",
     [MODE_BUFFERED] = "buffered",
 };
@@ -104,6 +122,8 @@ typedef struct Run {
     pid_t daemon_pid;
     uint64_t start_at_ns;
     double durable_timeout;
+    uint64_t batch_records, batch_ms;
+    GroupCommit *gc;   /* syncfs mode */
     File *files;
     uint8_t *pattern;  /* 2 * CHUNK random bytes, sliced per file */
     uint8_t *buf;      /* CHUNK */
@@ -111,6 +131,7 @@ typedef struct Run {
     bool *dir_dirty;   /* fsync mode: directories to fsync at phase end */
     uint64_t t0;       /* CLOCK_MONOTONIC ns at the common start */
     uint64_t bytes_written, bytes_read, dir_fsyncs, file_fsyncs;
+    uint64_t fsync_ns; /* fsync mode: time inside fsync(2) */
     Lat lat_write, lat_read, lat_stat;
     char error[512];
 } Run;
@@ -160,6 +181,20 @@ static uint64_t draw_size(uint64_t *s) {
     if (u < 0.97)
         return log_uniform(s, 4 * KIB, 256 * KIB);
     return log_uniform(s, 256 * KIB, 8 * MIB);
+}
+
+/* syncfs mode: one record of the group commit (no-op otherwise).
+ * Returns: the batch it joined (0 when there is no group commit). */
+static uint64_t record(Run *r) {
+    return r->gc ? group_commit_add(r->gc) : 0;
+}
+
+/* fsync mode: fsync(2), timed. */
+static int timed_fsync(Run *r, int fd) {
+    uint64_t t = now_ns(CLOCK_MONOTONIC);
+    int ret = fsync(fd);
+    r->fsync_ns += now_ns(CLOCK_MONOTONIC) - t;
+    return ret;
 }
 
 static int lat_add(Lat *l, uint64_t ns) {
@@ -214,6 +249,9 @@ static int write_file(Run *r, size_t i, bool create) {
     _cleanup_close_ int fd = openat(r->root_fd, p, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
     if (fd < 0)
         return fail(r, "open %s for writing: %m", p);
+    /* The daemon records a create, and an open with O_TRUNC, at once;
+     * then one record per batch in which the handle writes. */
+    uint64_t recorded = record(r);
     for (uint64_t off = 0; off < f->size; off += CHUNK) {
         size_t len = (size_t) MIN((uint64_t) CHUNK, f->size - off);
         fill_chunk(r, i, f->gen, off, len);
@@ -222,10 +260,12 @@ static int write_file(Run *r, size_t i, bool create) {
             if (n <= 0)
                 return fail(r, "write %s: %m", p);
             done += (size_t) n;
+            if (r->gc && recorded != group_commit_current(r->gc))
+                recorded = record(r);
         }
     }
     if (r->mode == MODE_FSYNC) {
-        if (fsync(fd) < 0)
+        if (timed_fsync(r, fd) < 0)
             return fail(r, "fsync %s: %m", p);
         r->file_fsyncs++;
     }
@@ -279,7 +319,7 @@ static int sync_dirs(Run *r) {
         char p[64];
         dir_of(r, d, p, sizeof(p));
         _cleanup_close_ int fd = openat(r->root_fd, p, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-        if (fd < 0 || fsync(fd) < 0)
+        if (fd < 0 || timed_fsync(r, fd) < 0)
             return fail(r, "fsync directory %s: %m", p);
         r->dir_fsyncs++;
         r->dir_dirty[d] = false;
@@ -467,9 +507,9 @@ static void print_json_string(const char *s) {
 }
 
 static void usage(FILE *f) {
-    fprintf(f, "usage: flushscope-workload --dir DIR --files F --seed S --mode fuse|fsync|buffered\n"
+    fprintf(f, "usage: flushscope-workload --dir DIR --files F --seed S --mode fuse|syncfs|fsync|buffered\n"
                "         [--stats-file PATH --daemon-pid PID] [--start-at REALTIME_NS] [--id NAME]\n"
-               "         [--durable-timeout SEC]\n");
+               "         [--durable-timeout SEC] [--batch-records N] [--batch-ms MS]\n");
 }
 
 int main(int argc, char **argv) {
@@ -479,9 +519,12 @@ int main(int argc, char **argv) {
         { "stats-file", required_argument, NULL, 'T' }, { "daemon-pid", required_argument, NULL, 'P' },
         { "start-at", required_argument, NULL, 'A' }, { "id", required_argument, NULL, 'I' },
         { "durable-timeout", required_argument, NULL, 'O' }, { "help", no_argument, NULL, 'h' },
+        { "batch-records", required_argument, NULL, 'B' }, { "batch-ms", required_argument, NULL, 'W' },
         {},
     };
+    /* Batch defaults: layoutd-wsfs's (examples/wsfs/main.c). */
     Run r = { .mode = _MODE_INVALID, .n_files = 8000, .durable_timeout = 600, .root_fd = -EBADF, .id = "ws",
+              .batch_records = 512, .batch_ms = 50,
               .lat_write = { .name = "write" }, .lat_read = { .name = "read" }, .lat_stat = { .name = "stat" } };
     int c;
     while ((c = getopt_long(argc, argv, "h", opts, NULL)) >= 0) {
@@ -495,11 +538,14 @@ int main(int argc, char **argv) {
         case 'A': r.start_at_ns = strtoull(optarg, NULL, 10); break;
         case 'I': r.id = optarg; break;
         case 'O': r.durable_timeout = strtod(optarg, NULL); break;
+        case 'B': r.batch_records = strtoull(optarg, NULL, 10); break;
+        case 'W': r.batch_ms = strtoull(optarg, NULL, 10); break;
         case 'h': usage(stdout); return 0;
         default: usage(stderr); return 2;
         }
     }
     if (!r.dir || r.mode < 0 || r.n_files < 10 || r.n_files > 10000000 || r.durable_timeout <= 0 ||
+        r.batch_records < 1 || r.batch_records > 1000000 || r.batch_ms > 3600 * 1000 ||
         (r.mode == MODE_FUSE && (!r.stats_file) != (r.daemon_pid <= 0))) {
         usage(stderr);
         return 2;
@@ -536,6 +582,14 @@ int main(int argc, char **argv) {
         fprintf(stderr, "flushscope-workload: %s: %m\n", r.dir);
         return 1;
     }
+    if (r.mode == MODE_SYNCFS) {
+        /* Started before the common start: its thread is not the run's. */
+        int k = group_commit_start(r.root_fd, r.batch_records, r.batch_ms * 1000, &r.gc);
+        if (k < 0) {
+            fprintf(stderr, "flushscope-workload: starting the group commit: %s\n", strerror(-k));
+            return 1;
+        }
+    }
     if (r.start_at_ns) {
         struct timespec ts = { (time_t) (r.start_at_ns / 1000000000ULL), (long) (r.start_at_ns % 1000000000ULL) };
         while (clock_nanosleep(CLOCK_REALTIME, TIMER_ABSTIME, &ts, NULL) == EINTR)
@@ -556,21 +610,23 @@ int main(int argc, char **argv) {
             p[4] = 0;
             if (mkdirat(r.root_fd, p, 0755) < 0)
                 ret = fail(&r, "mkdir %s: %m", p);
+            record(&r);
             p[4] = '/';
         }
         if (ret >= 0 && mkdirat(r.root_fd, p, 0755) < 0)
             ret = fail(&r, "mkdir %s: %m", p);
+        record(&r);
     }
     if (r.mode == MODE_FSYNC && ret >= 0) {
         /* The new top directories live in the root, the leaves in them. */
         _cleanup_close_ int fd = open(r.dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-        if (fd < 0 || fsync(fd) < 0)
+        if (fd < 0 || timed_fsync(&r, fd) < 0)
             ret = fail(&r, "fsync %s: %m", r.dir);
         for (uint32_t d = 0; ret >= 0 && d < r.n_dirs; d += LEAVES_PER_TOP) {
             char p[64];
             snprintf(p, sizeof(p), "t%03u", d / LEAVES_PER_TOP);
             _cleanup_close_ int tfd = openat(r.root_fd, p, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-            if (tfd < 0 || fsync(tfd) < 0)
+            if (tfd < 0 || timed_fsync(&r, tfd) < 0)
                 ret = fail(&r, "fsync %s: %m", p);
             r.dir_fsyncs++;
         }
@@ -605,6 +661,7 @@ int main(int argc, char **argv) {
         path_of(&r, i, to, sizeof(to));
         if (renameat(r.root_fd, from, r.root_fd, to) < 0)
             ret = fail(&r, "rename %s %s: %m", from, to);
+        record(&r);
         r.dir_dirty[r.files[i].dir] = r.dir_dirty[(r.files[i].dir + 7) % r.n_dirs] = true;
     }
     if (ret >= 0)
@@ -619,6 +676,7 @@ int main(int argc, char **argv) {
         path_of(&r, i, p, sizeof(p));
         if (unlinkat(r.root_fd, p, 0) < 0)
             ret = fail(&r, "unlink %s: %m", p);
+        record(&r);
         r.files[i].deleted = true;
         r.dir_dirty[r.files[i].renamed ? (r.files[i].dir + 7) % r.n_dirs : r.files[i].dir] = true;
     }
@@ -647,6 +705,19 @@ int main(int argc, char **argv) {
     if (ret >= 0 && (walked_files != r.n_files - n_del || walked_bytes != expect_bytes))
         ret = fail(&r, "walk found %" PRIu64 " files / %" PRIu64 " bytes, expected %zu / %" PRIu64, walked_files,
                    walked_bytes, (size_t) (r.n_files - n_del), expect_bytes);
+    /* syncfs: the last batch commits while the walk runs, on its own
+     * deadline; wait for it (the walk added no records). */
+    uint64_t gc_durable_ns = 0;
+    GroupCommitStats gcs = {};
+    if (r.gc) {
+        int k = group_commit_wait(r.gc, (uint64_t) (r.durable_timeout * 1e9), &gc_durable_ns);
+        if (k < 0 && ret >= 0)
+            ret = fail(&r, "waiting for the group commit: %s", strerror(-k));
+        if (k >= 0 && gc_durable_ns == 0)
+            gc_durable_ns = t_accepted; /* no record at all: nothing to wait for */
+        group_commit_get_stats(r.gc, &gcs);
+        r.gc = group_commit_stop(r.gc);
+    }
     if (watching) {
         pthread_join(w.thread, NULL);
         if (w.error < 0)
@@ -655,8 +726,12 @@ int main(int argc, char **argv) {
     }
 
     double accepted = since_start(&r, t_accepted), end = since_start(&r, t_end);
-    bool durable = r.mode != MODE_BUFFERED && (r.mode == MODE_FSYNC || (watching && w.durable_ns));
-    double durable_s = r.mode == MODE_FSYNC ? accepted : (durable ? since_start(&r, w.durable_ns) : NAN);
+    bool durable = r.mode == MODE_FSYNC || (r.mode == MODE_SYNCFS && gc_durable_ns && ret >= 0) ||
+                   (r.mode == MODE_FUSE && watching && w.durable_ns);
+    double durable_s = r.mode == MODE_FSYNC    ? accepted
+                       : !durable              ? NAN
+                       : r.mode == MODE_SYNCFS ? since_start(&r, MAX(gc_durable_ns, r.t0))
+                                               : since_start(&r, w.durable_ns);
 
     printf("{\"id\":");
     print_json_string(r.id);
@@ -676,7 +751,16 @@ int main(int argc, char **argv) {
     if (watching)
         printf("\"watch\":{\"polls\":%" PRIu64 ",\"signals\":%" PRIu64 ",\"stats\":%s},", w.polls, w.signals,
                w.last[0] ? w.last : "null");
-    /* CPU of this process (the workload side; the daemon's is read by the driver). */
+    if (r.mode == MODE_SYNCFS)
+        printf("\"commit\":{\"commit\":\"syncfs\",\"batch_records\":%" PRIu64 ",\"batch_ms\":%" PRIu64
+               ",\"records\":%" PRIu64 ",\"records_committed\":%" PRIu64 ",\"batches\":%" PRIu64
+               ",\"flushes\":%" PRIu64 ",\"flush_us\":%" PRIu64 ",\"flush_errors\":%" PRIu64 "},",
+               r.batch_records, r.batch_ms, gcs.records, gcs.records_committed, gcs.batches, gcs.flushes,
+               gcs.flush_ns / 1000, gcs.flush_errors);
+    if (r.mode == MODE_FSYNC)
+        printf("\"fsync_us\":%" PRIu64 ",", r.fsync_ns / 1000);
+    /* CPU of this process (the workload side, its committer thread
+     * included; the daemon's is read by the driver). */
     struct rusage ru = {};
     (void) getrusage(RUSAGE_SELF, &ru);
     printf("\"cpu_user_s\":%.3f,\"cpu_sys_s\":%.3f,", ru.ru_utime.tv_sec + ru.ru_utime.tv_usec / 1e6,
