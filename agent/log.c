@@ -83,7 +83,7 @@ stderr_line:
         (void) !write(STDERR_FILENO, out, (size_t) MIN(k, (int) sizeof out - 1));
 }
 
-static void vlog(int level, int error, const LogContext *c, const char *fmt, va_list ap) {
+_printf_(4, 0) static void vlog(int level, int error, const LogContext *c, const char *fmt, va_list ap) {
     if (level > max_level)
         return;
     char line[2048];
