@@ -45,6 +45,9 @@ pools:
     workspaces_per_volume: 3
     workspace_reserve: 4MiB
     tenant_isolation: true
+    # pack: a tenant's three workspaces fill one volume (spread would give
+    # each its own), so W workspaces sit on ceil(W/3) volumes.
+    placement: pack
   content:
     backend: loop-ext4
     volume_size: 128MiB
