@@ -339,12 +339,14 @@ api:
         self.tainted = False
 
     def stop(self):
+        # SIGINT, not SIGTERM: SIGTERM leaves the daemons serving for the
+        # next agent (re-adoption); a finished run must leave nothing behind.
         if self.proc and self.proc.poll() is None:
-            self.proc.send_signal(signal.SIGTERM)
+            self.proc.send_signal(signal.SIGINT)
             try:
                 self.proc.wait(120)
             except subprocess.TimeoutExpired:
-                log("the agent did not stop within 120 s of SIGTERM; killing it")
+                log("the agent did not stop within 120 s of SIGINT; killing it")
                 self.proc.kill()
                 self.proc.wait()
         if self.proc:
