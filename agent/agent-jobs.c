@@ -28,7 +28,10 @@ struct VolumeJob {
     int step;                    /* the operation's current step, or -1 */
     VolumeJobDone done;
     void *userdata;
-    Worker *worker;              /* NULL: queued */
+    Worker *worker;              /* NULL: queued (or failed to start) */
+    sd_event_source *failed;     /* set: the worker could not start; delivered from the loop */
+    int start_error;
+    char *start_message;
     usec_t started;
     unsigned flags;              /* AgentJobFlags */
 };
@@ -59,6 +62,8 @@ size_t agent_jobs_count(Agent *a) {
 }
 
 static void job_free(VolumeJob *j) {
+    sd_event_source_disable_unref(j->failed);
+    free(j->start_message);
     worker_free(j->worker);
     free(j->op);
     json_object_put(j->args);
@@ -198,17 +203,38 @@ static void on_done(Worker *w, int error, const char *message, ApplyResult *res,
         schedule(a);
 }
 
+static int deliver_start_failure(sd_event_source *source, void *userdata) {
+    VolumeJob *j = userdata;
+    (void) source;
+    j->failed = sd_event_source_disable_unref(j->failed);
+    on_done(NULL, j->start_error, j->start_message, NULL, NULL, NULL, j);
+    return 0;
+}
+
 static void start_job(Agent *a, VolumeJob *j) {
     WorkerRequest req = { .op = j->op, .layout = agent_layout(a), .record = agent_record(a), .args = j->args };
     WorkerCallbacks cb = { .on_save = on_save, .on_progress = on_progress, .on_done = on_done };
     j->started = now_usec(CLOCK_MONOTONIC);
     int r = worker_start(a->event, AGENT_SELF_EXE, &req, &cb, j, &j->worker);
     if (r < 0) {
-        /* It never ran: its caller learns it as a failure. */
-        _cleanup_free_ char *why = NULL;
-        if (asprintf(&why, "cannot start the %s worker: %s", j->op, strerror(-r)) < 0)
-            why = NULL;
-        on_done(NULL, r, why, NULL, NULL, NULL, j);
+        /* It never ran: its caller learns it as a failure, but from the
+         * loop, never from inside agent_job_submit() or schedule(). A
+         * caller still linking up what it submitted (a carve and its
+         * creates, a growth decision) must not see its done callback run
+         * and free its state under it. */
+        j->start_error = r;
+        if (asprintf(&j->start_message, "cannot start the %s worker: %s", j->op, strerror(-r)) < 0)
+            j->start_message = NULL;
+        int q = sd_event_add_defer(a->event, &j->failed, deliver_start_failure, j);
+        if (q < 0) {
+            /* Nothing to deliver it from: drop it without a callback, so
+             * it never blocks the queue; its caller's state stays as it
+             * was (an operation without an end, logged here). */
+            log_error("%s job%s%s: %s; and cannot defer its failure: %s", j->op, j->volume ? " on " : "",
+                      j->volume ?: "", j->start_message ?: strerror(-r), strerror(-q));
+            unlink_job(a, j);
+            job_free(j);
+        }
         return;
     }
     log_debug("%s job%s%s: worker pid %d", j->op, j->volume ? " on " : "", j->volume ?: "",
@@ -223,7 +249,7 @@ static void schedule(Agent *a) {
     while (again) {
         again = false;
         for (VolumeJob *j = a->jobs; j; j = j->next) {
-            if (j->worker)
+            if (j->worker || j->failed)
                 continue;
             bool blocked = false;
             for (VolumeJob *k = a->jobs; k != j; k = k->next)
