@@ -222,17 +222,7 @@ static void known_keys(const ApiRouteSpec *route, char *buf, size_t size) {
         snprintf(buf, size, "none");
 }
 
-int api_query_parse(const ApiRouteSpec *route, const char *key, const char *value, ApiQuery *q, ApiError *err) {
-    ApiQueryKey k = 0;
-    char known[64];
-    for (size_t i = 0; key && i < ELEMENTSOF(query_keys); i++)
-        if (streq(key, query_keys[i].name))
-            k = query_keys[i].key;
-    if (!k || !(route->query & k)) {
-        known_keys(route, known, sizeof known);
-        return api_error_set(err, -EINVAL, 400, "bad_request", "Unknown query parameter \"%.32s\" for %s %s (known: %s)",
-                             key ?: "", route->method, route->path, known);
-    }
+static int query_value(ApiQueryKey k, const char *key, const char *value, ApiQuery *q, ApiError *err) {
     switch (k) {
     case API_QUERY_WAIT: {
         char *end = NULL;
@@ -275,4 +265,25 @@ int api_query_parse(const ApiRouteSpec *route, const char *key, const char *valu
     }
     }
     return -EINVAL;
+}
+
+int api_query_parse(const ApiRouteSpec *route, const char *key, const char *value, ApiQuery *q, ApiError *err) {
+    ApiQueryKey k = 0;
+    char known[64];
+    for (size_t i = 0; key && i < ELEMENTSOF(query_keys); i++)
+        if (streq(key, query_keys[i].name))
+            k = query_keys[i].key;
+    if (!k || !(route->query & k)) {
+        known_keys(route, known, sizeof known);
+        return api_error_set(err, -EINVAL, 400, "bad_request", "Unknown query parameter \"%.32s\" for %s %s (known: %s)",
+                             key ?: "", route->method, route->path, known);
+    }
+    /* Given twice is refused, whatever the values: for destroy_data the
+     * last one winning would make "=false&...=true" destroy data. */
+    if (q->seen & k)
+        return api_error_set(err, -EINVAL, 400, "bad_request", "Query parameter \"%s\" given more than once", key);
+    int r = query_value(k, key, value, q, err);
+    if (r == 0)
+        q->seen |= k;
+    return r;
 }

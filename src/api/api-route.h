@@ -148,6 +148,7 @@ int api_route_parse(const char *method, const char *path, ApiRoute *ret, ApiErro
 /* A request's query, parsed. */
 #define API_WAIT_MAX_SEC 600U
 typedef struct ApiQuery {
+    unsigned seen;               /* ApiQueryKey bits given so far: each at most once */
     bool has_wait;
     usec_t wait;                 /* ?wait=SECONDS, 0..API_WAIT_MAX_SEC, decimals allowed */
     bool destroy_data;

@@ -52,6 +52,17 @@ _printf_(3, 4) static void api_log(Api *api, int priority, const char *fmt, ...)
     api->config.log(api->config.log_userdata, priority, buf);
 }
 
+/* MHD percent-decodes the path, the query keys and their values before a
+ * handler sees them, so "ws-1%00junk" would reach us as "ws-1" and
+ * "destroy_data=true%00x" as "true". Valid names and values never need an
+ * escape, so nothing is decoded: "%" stays itself and the strict checks
+ * after it (names, numbers, booleans) refuse it with 400. */
+static size_t keep_escapes(void *cls, struct MHD_Connection *connection, char *s) {
+    (void) cls;
+    (void) connection;
+    return strlen(s);
+}
+
 _printf_(2, 0) static void mhd_logger(void *cls, const char *fmt, va_list ap) {
     Api *api = cls;
     if (!api->config.log)
@@ -388,6 +399,7 @@ int api_new(sd_event *event, int listen_fd, const ApiServerConfig *config, const
                                 MHD_OPTION_CONNECTION_MEMORY_LIMIT, (size_t) cf->header_memory,
                                 MHD_OPTION_NOTIFY_CONNECTION, on_connection, api,
                                 MHD_OPTION_NOTIFY_COMPLETED, on_completed, api,
+                                MHD_OPTION_UNESCAPE_CALLBACK, keep_escapes, api,
                                 MHD_OPTION_END);
     if (!api->mhd) {
         /* MHD does not close a socket it was given when it fails to start

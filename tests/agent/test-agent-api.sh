@@ -81,6 +81,11 @@ e=$(api POST /v1/workspaces '{"id":"a1","id":"b1"}'); assert_eq 400 "$(st)" "a k
 api GET /v1/workspaces/b1 >/dev/null; assert_eq 404 "$(st)" "nothing created from a duplicate key"
 e=$(api GET '/v1/status?pretty=1'); assert_eq 400 "$(st)" "an unknown query parameter ($e)"
 jget "$e" "d['error']['message']" | grep -q 'Unknown query parameter' || fail "unknown query message: $e"
+# Nothing is percent-decoded: "%00" must not cut an id or a value short.
+api DELETE '/v1/workspaces/ws-1%00junk' >/dev/null; assert_eq 400 "$(st)" "an id with an escaped NUL in the path"
+api DELETE '/v1/workspaces/ws-1?destroy_data=true%00x' >/dev/null; assert_eq 400 "$(st)" "a boolean with an escaped NUL"
+e=$(api DELETE '/v1/workspaces/ws-1?destroy_data=false&destroy_data=true'); assert_eq 400 "$(st)" "a boolean given twice ($e)"
+api GET /v1/workspaces/ws-1 >/dev/null; assert_eq 200 "$(st)" "ws-1 is still there after the refused deletes"
 h=$(api GET /v1/health); assert_eq 200 "$(st)" "GET /v1/health on a healthy host ($h)"
 api POST /v1/workspaces/nope/restart >/dev/null; assert_eq 404 "$(st)" "restart unknown workspace"
 

@@ -236,11 +236,21 @@ static void test_refused_input(void **state) {
     assert_int_equal(api_query_parse(del, "destroy_data", NULL, &q, &err), -EINVAL); /* no value: not guessed */
     assert_int_equal(api_query_parse(del, "destroy_data", "true", &q, &err), 0);
     assert_true(q.destroy_data);
+    /* A bool given twice is refused too, whatever its values: the last one
+     * winning would let "=false&destroy_data=true" destroy data. */
+    assert_int_equal(api_query_parse(del, "destroy_data", "false", &q, &err), -EINVAL);
+    assert_non_null(strstr(err.message, "more than once"));
+    memset(&q, 0, sizeof q);
+    assert_int_equal(api_query_parse(del, "destroy_data", "false", &q, &err), 0);
+    assert_int_equal(api_query_parse(del, "destroy_data", "true", &q, &err), -EINVAL);
+    assert_false(q.destroy_data);
     const ApiRouteSpec *sd = api_route_spec(API_ROUTE_SHUTDOWN);
     memset(&q, 0, sizeof q);
     assert_int_equal(api_query_parse(sd, "stop_workspaces", "true", &q, &err), 0);
     assert_true(q.has_stop_workspaces && q.stop_workspaces);
     assert_int_equal(api_query_parse(sd, "stop_workspaces", "maybe", &q, &err), -EINVAL);
+    assert_int_equal(api_query_parse(sd, "stop_workspaces", "false", &q, &err), -EINVAL);
+    assert_true(q.stop_workspaces);
 }
 
 static void test_bool_and_peer(void **state) {
