@@ -416,16 +416,9 @@ void agent_capacity_stop(Agent *a) {
 uint64_t agent_capacity_growable(Agent *a, const VolumeObservation *v) {
     const Pool *p = v->declared ? layout_pool(agent_layout(a), v->role) : NULL;
     const VolumeState *s = agent_volume_state(a, v->name);
-    if (!p || !p->growth.enabled || !v->file_is_regular || v->file_size >= p->growth.max_size)
-        return 0;
     if (s && (s->growth.action == GROWTH_REFUSE || s->growth_error))
         return 0;
-    if (streq_ptr(backend_traits(p->backend)->fs_type, "ext4") && !a->growth_env.can_resize_ext4)
-        return 0;
-    const Observation *o = a->engine->observation;
-    uint64_t headroom = capacity_host_headroom(o), reserve = capacity_host_reserve(&p->growth, o);
-    uint64_t room = headroom > reserve ? headroom - reserve : 0;
-    return MIN(p->growth.max_size - v->file_size, room);
+    return capacity_growable(p, v, a->engine->observation, &a->growth_env);
 }
 
 unsigned agent_capacity_carvable(Agent *a, const Pool *p, unsigned existing, unsigned refused,

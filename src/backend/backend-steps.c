@@ -488,7 +488,12 @@ int backend_grow_storage(VolumeSetup *s, const PlanStep *p, uint64_t *ret_new_si
         _cleanup_free_ char *dir = strdup(p->path);
         if (!dir)
             return -ENOMEM;
-        r = backend_check_space(s, dirname(dir), p->size - old, sr);
+        /* The check leaves this volume out of what is promised already
+         * (right for a carve, whose need is the whole file), so a grow
+         * needs its new part plus what the file may still claim today. */
+        uint64_t alloc = (uint64_t) st.st_blocks * 512;
+        uint64_t claim = old > alloc ? old - alloc : 0;
+        r = backend_check_space(s, dirname(dir), p->size - old + claim, sr);
         if (r < 0)
             return r;
         _cleanup_close_ int fd = open(p->path, O_WRONLY | O_CLOEXEC | O_NOFOLLOW);

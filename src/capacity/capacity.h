@@ -91,6 +91,12 @@ int capacity_growth_decide(const Pool *p, const VolumeObservation *v, const Obse
                            GrowthDecision *ret);
 void growth_decision_done(GrowthDecision *d);
 
+/* What growth may still add to v, by the same rules as the decision
+ * (max_size, the ext4 capability, the host's room beyond its reserve),
+ * whatever v's usage: the free space placement and /v1/capacity may count
+ * on. 0 when growth is off or cannot happen. */
+uint64_t capacity_growable(const Pool *p, const VolumeObservation *v, const Observation *obs, const GrowthEnv *env);
+
 /* ---- health.c ----------------------------------------------------------- */
 
 typedef struct VolumeFinding {

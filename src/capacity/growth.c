@@ -37,6 +37,24 @@ _printf_(3, 4) static int refuse(GrowthDecision *d, const char *reason, const ch
     return 0;
 }
 
+/* The rules a grow must pass besides the threshold, in one place for the
+ * decision below and for capacity_growable(). */
+static bool can_resize(const Pool *p, const GrowthEnv *env) {
+    const BackendTraits *t = backend_traits(p->backend);
+    return !(t && streq_ptr(t->fs_type, "ext4") && env && !env->can_resize_ext4);
+}
+
+static uint64_t host_room(const GrowthPolicy *g, const Observation *obs) {
+    uint64_t headroom = capacity_host_headroom(obs), reserve = capacity_host_reserve(g, obs);
+    return headroom > reserve ? headroom - reserve : 0;
+}
+
+uint64_t capacity_growable(const Pool *p, const VolumeObservation *v, const Observation *obs, const GrowthEnv *env) {
+    if (!p || !p->growth.enabled || !v->file_is_regular || v->file_size >= p->growth.max_size || !can_resize(p, env))
+        return 0;
+    return MIN(p->growth.max_size - v->file_size, host_room(&p->growth, obs));
+}
+
 int capacity_growth_decide(const Pool *p, const VolumeObservation *v, const Observation *obs, const GrowthEnv *env,
                            GrowthDecision *ret) {
     *ret = (GrowthDecision) {};
@@ -59,17 +77,18 @@ int capacity_growth_decide(const Pool *p, const VolumeObservation *v, const Obse
                       "%s and cannot grow: it is at growth.max_size (%s); raise growth.max_size of pool '%s', "
                       "or free space in its workspaces",
                       usage, format_bytes(a, sizeof a, g->max_size), pool_role_to_string(p->role));
-    const BackendTraits *t = backend_traits(p->backend);
-    if (t && streq_ptr(t->fs_type, "ext4") && env && !env->can_resize_ext4)
+    if (!can_resize(p, env))
         return refuse(ret, "no-capability",
                       "%s and cannot grow: ext4 online resize needs CAP_SYS_RESOURCE, which layoutd does not "
                       "have here; run it with that capability (the systemd unit grants it), or use loop-xfs",
                       usage);
 
-    uint64_t want = g->step ? size + g->step : size * 2;
-    uint64_t to = MIN(want, g->max_size);
+    /* size < max_size here; compared, never added, so a huge step (any
+     * size the layout accepts) cannot wrap past max_size. */
+    uint64_t by = g->step ? g->step : size;
+    uint64_t to = by > g->max_size - size ? g->max_size : size + by;
     uint64_t headroom = capacity_host_headroom(obs), reserve = capacity_host_reserve(g, obs);
-    uint64_t room = headroom > reserve ? headroom - reserve : 0;
+    uint64_t room = host_room(g, obs);
     if (to - size > room) {
         /* Part of a step is still worth taking, rounded to 4 MiB; a sliver
          * is not (it would only grow again at once). */

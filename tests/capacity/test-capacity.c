@@ -143,6 +143,13 @@ static void test_growth(void **state) {
     assert_int_equal(d.to, GIB + 256 * MIB);
     assert_non_null(strstr(d.message, "of its inodes"));
     growth_decision_done(&d);
+    /* a step that would wrap 64 bits still stops at max_size */
+    p.growth.step = UINT64_MAX - MIB;
+    v = volume(6 * GIB, 90, 10);
+    assert_int_equal(capacity_growth_decide(&p, &v, &o, &env, &d), 0);
+    assert_int_equal(d.action, GROWTH_GROW);
+    assert_int_equal(d.to, 8 * GIB);
+    growth_decision_done(&d);
     p.growth.step = 0;
 
     /* capped at max_size, then refused there */
