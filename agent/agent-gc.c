@@ -185,6 +185,18 @@ static int gc_argv(Agent *a, const Pool *p, bool dry_run, char ***ret, char **re
     }
     if ((r = strv_extend(&argv, "--content")) < 0 || (r = strv_extend(&argv, content)) < 0)
         return r;
+    /* From the workspaces' side first: a workspace (active, or the kept
+     * data of a removed one) whose volume the record does not list as a
+     * state volume would be in no --state-root below, and the objects its
+     * stubs reference would look dead. Refused, never guessed. */
+    for (size_t k = 0; k < record->n_workspaces; k++) {
+        const WorkspaceRecord *w = record->workspaces[k];
+        const VolumeRecord *vr = w->volume ? state_record_find_volume(record, w->volume) : NULL;
+        if (!vr || vr->role != POOL_STATE)
+            return asprintf(ret_why, "workspace %s is on volume %s, which the record does not hold as a state "
+                            "volume: its references cannot be read", w->id, w->volume ?: "(none)") < 0
+                       ? -ENOMEM : -EBUSY;
+    }
     for (size_t i = 0; i < record->n_volumes; i++) {
         const VolumeRecord *vr = record->volumes[i];
         if (vr->role != POOL_STATE)

@@ -244,7 +244,14 @@ static int list_objects(Gc *g) {
                     g->tmp_swept++;
                 continue;
             }
-            if (strlen(e->d_name) != 2 || e->d_type != DT_DIR)
+            if (strlen(e->d_name) != 2)
+                continue;
+            if (e->d_type == DT_UNKNOWN) {
+                /* Some filesystems do not fill d_type: ask, rather than
+                 * skip a whole shard and sweep nothing in it. */
+                if (fstatat(g->objects_fds[s], e->d_name, &st, AT_SYMLINK_NOFOLLOW) < 0 || !S_ISDIR(st.st_mode))
+                    continue;
+            } else if (e->d_type != DT_DIR)
                 continue;
             _cleanup_close_ int sub = openat(g->objects_fds[s], e->d_name, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
             DIR *d = sub >= 0 ? fdopendir(sub) : NULL;
@@ -485,10 +492,16 @@ static int quarantine_and_sweep(Gc *g, int lock_fd) {
                 char sub[3] = { e->d_name[0], e->d_name[1], 0 };
                 if (!g->dry_run) {
                     (void) mkdirat(g->objects_fds[s], sub, 0755);
-                    if (renameat2(g->trash_fds[s], e->d_name, g->objects_fds[s], path, RENAME_NOREPLACE) < 0 &&
-                        errno != EEXIST) {
-                        g->errors++;
-                        continue;
+                    if (renameat2(g->trash_fds[s], e->d_name, g->objects_fds[s], path, RENAME_NOREPLACE) < 0) {
+                        if (errno != EEXIST) {
+                            g->errors++;
+                            continue;
+                        }
+                        /* A publisher stored the same content again
+                         * meanwhile: the live copy is in objects/, this
+                         * one is a duplicate and would stay in the trash
+                         * for good. */
+                        (void) unlinkat(g->trash_fds[s], e->d_name, 0);
                     }
                 }
                 g->restored++;
