@@ -195,13 +195,27 @@ int child_spawn(sd_event *e, char *const *argv, const ChildCallbacks *cb, void *
         if (dup2(sv[1], STDIN_FILENO) < 0 || dup2(sv[1], STDOUT_FILENO) < 0 || dup2(ep[1], STDERR_FILENO) < 0)
             _exit(127);
         (void) syscall(SYS_close_range, 3U, ~0U, 0U);
+        /* Its own process group, so that a kill reaches the tools it runs
+         * (mkfs, resize2fs, xfs_growfs) too, never only the worker. */
+        (void) setpgid(0, 0);
         sigset_t all;
         sigemptyset(&all);
         (void) sigprocmask(SIG_SETMASK, &all, NULL);
+        /* Nothing of the agent's own setup: ignored signals stay ignored
+         * across exec, and the unit's low OOM score (which protects the
+         * agent) must not shield a large sweep or a tool. Raising the
+         * score needs no privilege. */
+        (void) signal(SIGPIPE, SIG_DFL);
+        int oom = open("/proc/self/oom_score_adj", O_WRONLY | O_CLOEXEC);
+        if (oom >= 0) {
+            (void) !write(oom, "0", 1);
+            (void) close(oom);
+        }
         execv(argv[0], argv);
         _exit(127);
     }
     c->pid = pid;
+    (void) setpgid(pid, pid); /* also here: no kill may race the child's own setpgid */
     c->sock = TAKE_FD(sv[0]);
     c->err = TAKE_FD(ep[0]);
     sv[1] = safe_close(sv[1]);
@@ -254,18 +268,32 @@ bool child_running(const Child *c) {
 }
 
 void child_kill(Child *c, int sig) {
-    if (child_running(c))
+    if (child_running(c) && kill(-c->pid, sig) < 0)
         (void) kill(c->pid, sig);
+}
+
+static int reap_orphan(sd_event_source *s, const siginfo_t *si, void *userdata) {
+    (void) si;
+    (void) userdata;
+    /* sd-event reaped it; the floating source is ours again, to free. */
+    (void) sd_event_source_set_floating(s, 0);
+    sd_event_source_disable_unref(s);
+    return 0;
 }
 
 Child *child_free(Child *c) {
     if (!c)
         return NULL;
+    c->exit_source = sd_event_source_disable_unref(c->exit_source);
     if (child_running(c)) {
-        (void) kill(c->pid, SIGKILL);
-        (void) waitpid(c->pid, NULL, 0);
+        /* Killed, and reaped by a floating source of the loop later:
+         * waiting here would freeze the loop for as long as a child in D
+         * state (I/O on a failing disk) takes to die. If even that source
+         * cannot be made, the zombie is reaped at our exit. */
+        child_kill(c, SIGKILL);
+        if (waitpid(c->pid, NULL, WNOHANG) == 0)
+            (void) sd_event_add_child(c->event, NULL, c->pid, WEXITED, reap_orphan, NULL);
     }
-    sd_event_source_disable_unref(c->exit_source);
     sd_event_source_disable_unref(c->sock_source);
     sd_event_source_disable_unref(c->err_source);
     safe_close(c->sock);
