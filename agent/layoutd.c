@@ -27,8 +27,10 @@ static void usage(FILE *f) {
             "  --version         the version\n"
             "\n"
             "Signals: SIGHUP reloads the layout (an invalid one is refused and the\n"
-            "old one keeps running); SIGTERM/SIGINT stop every workspace and exit;\n"
-            "SIGUSR2 exits leaving workspaces serving, for the next agent to re-adopt.\n",
+            "old one keeps running); SIGTERM exits leaving the workspaces serving,\n"
+            "for the next agent to re-adopt (unless workspace.on_agent_stop is stop);\n"
+            "SIGINT stops every workspace and exits; SIGUSR2 exits leaving them\n"
+            "serving whatever the layout says.\n",
             ENGINE_DEFAULT_LAYOUT_DIR);
 }
 

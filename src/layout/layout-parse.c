@@ -667,7 +667,7 @@ static void parse_api(Parser *p, const LayoutNode *n, ApiConfig *a) {
         (a->max_body < KIB || a->max_body > 64 * MIB))
         lp_err(p, v, "max_body: must be between 1KiB and 64MiB, got %s", v->value);
     if ((v = lp_map_get(n, "request_timeout", NULL)))
-        (void) lp_get_duration_range(p, v, "request_timeout", USEC_PER_MSEC, 3600 * USEC_PER_SEC,
+        (void) lp_get_duration_range(p, v, "request_timeout", USEC_PER_SEC, 3600 * USEC_PER_SEC,
                                   &a->request_timeout);
 }
 
