@@ -68,6 +68,7 @@ static int health_priority(VolumeHealth h) {
 }
 
 void agent_volumes_changed(Agent *a) {
+    api_server_changed(a->api); /* the volumes' answers are stale now */
     agent_capacity_observed(a);
     for (size_t i = 0; i < a->n_volume_states; i++) {
         VolumeState *s = &a->volume_states[i];

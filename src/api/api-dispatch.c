@@ -58,6 +58,16 @@ static enum MHD_Result queue_text(ApiRequest *req, unsigned status, char *text, 
     return queue_response(req, status, resp, content_type, allow, location);
 }
 
+static enum MHD_Result queue_copy(ApiRequest *req, unsigned status, const char *body, size_t len,
+                                  const char *content_type) {
+    char *text = malloc(len + 1);
+    if (!text)
+        return MHD_NO;
+    memcpy(text, body, len);
+    text[len] = 0;
+    return queue_text(req, status, text, len, content_type, NULL, NULL);
+}
+
 static enum MHD_Result queue_json(ApiRequest *req, unsigned status, json_object *o, const char *allow,
                                   const char *location) {
     size_t len;
@@ -70,6 +80,11 @@ static enum MHD_Result queue_json(ApiRequest *req, unsigned status, json_object 
     memcpy(text, s, len);
     text[len] = '\n'; /* so that `curl` output ends with a newline */
     text[len + 1] = 0;
+    /* A cached route's 200 is kept as sent (a failure to keep it only
+     * costs the next request a render). */
+    if (req->spec && req->spec->cached && status == 200)
+        (void) api_cache_put(&req->api->cache, req->spec->id, req->route.param, status, text, len + 1,
+                             now_usec(CLOCK_MONOTONIC));
     return queue_text(req, status, text, len + 1, "application/json", allow, location);
 }
 
@@ -85,15 +100,28 @@ static enum MHD_Result queue_error(ApiRequest *req, ApiError *err, int r, const 
 
 static enum MHD_Result serve_metrics(Api *api, ApiRequest *req) {
     _cleanup_(metrics_writer_freep) MetricsWriter *w = NULL;
+    _cleanup_free_ char *engine = NULL;
     ApiError err = {};
+    usec_t now = now_usec(CLOCK_MONOTONIC);
     int r = metrics_writer_new(&w);
     if (r < 0)
         return queue_error(req, &err, r, NULL);
-    if (api->ops.metrics) {
+    const ApiCacheEntry *e = api_cache_get(&api->cache, API_ROUTE_METRICS, NULL, now);
+    if (!e && api->ops.metrics) {
         r = api->ops.metrics(api->userdata, w, &err);
         if (r < 0)
             return queue_error(req, &err, r, NULL);
-    }
+        /* The engine's part is kept; the API's own families (request
+         * counts, latencies) change with every request, so they are
+         * always written fresh below. */
+        size_t len;
+        if ((r = metrics_writer_steal(w, &engine, &len)) < 0)
+            return queue_error(req, &err, r, NULL);
+        (void) api_cache_put(&api->cache, API_ROUTE_METRICS, NULL, 200, engine, len, now);
+    } else if (e)
+        engine = strdup(api_cache_entry_body(e, NULL, NULL));
+    if (api->ops.metrics && !engine)
+        return queue_error(req, &err, -ENOMEM, NULL);
     r = api_write_own_metrics(api, w);
     if (r < 0) {
         /* A family name clash with the engine's is a bug; say what. */
@@ -101,12 +129,19 @@ static enum MHD_Result serve_metrics(Api *api, ApiRequest *req) {
             api_error_set(&err, r, 500, "internal", "Metric family written twice");
         return queue_error(req, &err, r, NULL);
     }
-    char *text;
+    _cleanup_free_ char *own = NULL;
     size_t len;
-    r = metrics_writer_steal(w, &text, &len);
+    r = metrics_writer_steal(w, &own, &len);
     if (r < 0)
         return queue_error(req, &err, r, NULL);
-    return queue_text(req, 200, text, len, METRICS_CONTENT_TYPE, NULL, NULL);
+    size_t elen = engine ? strlen(engine) : 0;
+    char *text = malloc(elen + len + 1);
+    if (!text)
+        return queue_error(req, &err, -ENOMEM, NULL);
+    if (elen)
+        memcpy(text, engine, elen);
+    memcpy(text + elen, own, len + 1);
+    return queue_text(req, 200, text, elen + len, METRICS_CONTENT_TYPE, NULL, NULL);
 }
 
 /* ---- operations: answering, waiting ------------------------------------ */
@@ -201,6 +236,7 @@ static enum MHD_Result wait_for_operation(Api *api, ApiRequest *req, usec_t wait
 
 void api_server_operation_changed(Api *api, ApiOperation *op, bool ended) {
     bool resumed = false;
+    api_cache_clear(&api->cache);
     if (ended)
         for (ApiRequest *r = api->waiting; r; r = r->wait_next)
             if (r->operation == op && r->suspended) {
@@ -341,6 +377,20 @@ static enum MHD_Result dispatch(Api *api, ApiRequest *req) {
             return wait_for_operation(api, req, req->query.wait);
         return queue_operation_result(req);
     }
+
+    if (spec->cached) {
+        const ApiCacheEntry *e = api_cache_get(&api->cache, spec->id, req->route.param, now_usec(CLOCK_MONOTONIC));
+        if (e) {
+            size_t len;
+            unsigned status;
+            const char *body = api_cache_entry_body(e, &len, &status);
+            return queue_copy(req, status, body, len, "application/json");
+        }
+    }
+    /* Whatever a change does, the answers kept so far may no longer be
+     * true: dropped before it (and again by what it makes known after). */
+    if (spec->mutating)
+        api_cache_clear(&api->cache);
 
     ApiHandler h = api->ops.handlers[spec->id];
     if (!h) {

@@ -9,6 +9,24 @@
 
 typedef struct ApiEvents ApiEvents;
 
+/* api-cache.c: rendered GET answers (see there why). An entry is served
+ * while younger than API_CACHE_TTL and nothing changed since. */
+#define API_CACHE_TTL (250 * USEC_PER_MSEC)
+typedef struct ApiCacheEntry ApiCacheEntry;
+typedef struct ApiCache {
+    ApiCacheEntry *entries;
+    size_t n;
+} ApiCache;
+/* The entry for route and param (NULL: none) if still fresh at now, or NULL. */
+const ApiCacheEntry *api_cache_get(ApiCache *c, ApiRouteId route, const char *param, usec_t now);
+const char *api_cache_entry_body(const ApiCacheEntry *e, size_t *ret_len, unsigned *ret_status);
+/* Keeps a copy of body as the answer of route and param. Returns 0, -ENOMEM. */
+int api_cache_put(ApiCache *c, ApiRouteId route, const char *param, unsigned status, const char *body, size_t len,
+                  usec_t now);
+/* Drops every entry (something changed). */
+void api_cache_clear(ApiCache *c);
+void api_cache_done(ApiCache *c);
+
 #define API_STATUS_MIN 100
 #define API_STATUS_MAX 599
 
@@ -82,6 +100,7 @@ struct Api {
     ApiConn *conns_head, *conns_tail;
     unsigned n_conns;
 
+    ApiCache cache;                /* rendered GET answers */
     ApiOperation *operations;      /* newest first */
     ApiEvents *events;
     ApiRequest *waiting;           /* requests suspended on an operation */

@@ -11,10 +11,11 @@
 const ApiRouteSpec api_routes[_API_ROUTE_MAX] = {
     [API_ROUTE_STATUS] = { API_ROUTE_STATUS, "GET", "/v1/status", API_PARAM_NONE, 200 },
     [API_ROUTE_HEALTH] = { API_ROUTE_HEALTH, "GET", "/v1/health", API_PARAM_NONE, 200 },
-    [API_ROUTE_VOLUMES] = { API_ROUTE_VOLUMES, "GET", "/v1/volumes", API_PARAM_NONE, 200 },
-    [API_ROUTE_VOLUME] = { API_ROUTE_VOLUME, "GET", "/v1/volumes/{name}", API_PARAM_VOLUME, 200 },
-    [API_ROUTE_WORKSPACES] = { API_ROUTE_WORKSPACES, "GET", "/v1/workspaces", API_PARAM_NONE, 200 },
-    [API_ROUTE_WORKSPACE] = { API_ROUTE_WORKSPACE, "GET", "/v1/workspaces/{id}", API_PARAM_WORKSPACE, 200 },
+    [API_ROUTE_VOLUMES] = { API_ROUTE_VOLUMES, "GET", "/v1/volumes", API_PARAM_NONE, 200, .cached = true },
+    [API_ROUTE_VOLUME] = { API_ROUTE_VOLUME, "GET", "/v1/volumes/{name}", API_PARAM_VOLUME, 200, .cached = true },
+    [API_ROUTE_WORKSPACES] = { API_ROUTE_WORKSPACES, "GET", "/v1/workspaces", API_PARAM_NONE, 200, .cached = true },
+    [API_ROUTE_WORKSPACE] = { API_ROUTE_WORKSPACE, "GET", "/v1/workspaces/{id}", API_PARAM_WORKSPACE, 200,
+                              .cached = true },
     [API_ROUTE_WORKSPACE_CREATE] = { API_ROUTE_WORKSPACE_CREATE, "POST", "/v1/workspaces", API_PARAM_NONE, 201,
                                      .mutating = true, .operation = true, .query = API_QUERY_WAIT,
                                      .body = API_BODY_WORKSPACE, .default_wait_sec = 60 },
@@ -38,7 +39,8 @@ const ApiRouteSpec api_routes[_API_ROUTE_MAX] = {
                               .query = API_QUERY_WAIT },
     [API_ROUTE_EVENTS] = { API_ROUTE_EVENTS, "GET", "/v1/events", API_PARAM_NONE, 200, .stream = true,
                            .query = API_QUERY_SINCE },
-    [API_ROUTE_METRICS] = { API_ROUTE_METRICS, "GET", "/metrics", API_PARAM_NONE, 200 },
+    /* cached: the engine's families only; the API's own are always fresh. */
+    [API_ROUTE_METRICS] = { API_ROUTE_METRICS, "GET", "/metrics", API_PARAM_NONE, 200, .cached = true },
 };
 
 static const char *const api_route_id_table[_API_ROUTE_MAX] = {

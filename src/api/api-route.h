@@ -82,6 +82,8 @@ typedef struct ApiRouteSpec {
                                     on: 202 with it unless it ends within the
                                     wait */
     bool stream;                 /* a long-lived streamed answer (events) */
+    bool cached;                 /* GET: its rendered answer is kept a short
+                                    while, until anything changes (api-cache.c) */
     unsigned query;              /* ApiQueryKey bits */
     ApiBodyKind body;
     unsigned default_wait_sec;   /* operation routes: wait when ?wait is absent */

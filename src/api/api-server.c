@@ -462,6 +462,7 @@ Api *api_free(Api *api) {
     }
     api_operations_expire(api, true);
     api_events_free(api->events);
+    api_cache_done(&api->cache);
     sd_event_unref(api->event);
     free(api);
     return NULL;
@@ -478,12 +479,18 @@ void api_set_state(Api *api, ApiState state) {
     }
 }
 
+void api_server_changed(Api *api) {
+    if (api)
+        api_cache_clear(&api->cache);
+}
+
 uint64_t api_event_emit(Api *api, const char *type, json_object *fields) {
     if (!api || !api->events) {
         json_object_put(fields);
         return 0;
     }
     uint64_t seq = api_events_append(api->events, type, fields);
+    api_cache_clear(&api->cache); /* an event is a change */
     /* Wake the suspended streams: they have a line to send. */
     bool resumed = false;
     for (ApiRequest *r = api->streams; r; r = r->stream_next)

@@ -149,6 +149,13 @@ unsigned api_get_connections(const Api *api);
  */
 uint64_t api_event_emit(Api *api, const char *type, json_object *fields);
 
+/* The engine's state changed in a way GET answers show (an observation
+ * merged, a daemon's state, a record change): rendered answers kept for
+ * the cached routes are dropped, so the next request sees it. An event
+ * (api_event_emit), an operation's change and a mutating request do this
+ * themselves. NULL ok. */
+void api_server_changed(Api *api);
+
 /* An operation that is not the answer to a request (a reload from
  * SIGHUP, an automatic GC): visible in /v1/operations all the same. */
 int api_operation_new(Api *api, ApiRouteId kind, ApiOperation **ret);

@@ -5,9 +5,11 @@
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <stdio.h>
 #include <cmocka.h>
 
 #include "api.h"
+#include "api-internal.h"
 
 static int route(const char *method, const char *path, ApiRoute *r, ApiError *err, const char **allow) {
     *err = (ApiError) {};
@@ -274,6 +276,42 @@ static void test_bool_and_peer(void **state) {
     assert_false(api_peer_may(1000, 1000, sup, 2, GID_INVALID, true)); /* no group: root only */
 }
 
+/* The rendered-answer cache: per route and parameter, fresh for
+ * API_CACHE_TTL, dropped whole by a change. */
+static void test_cache(void **state) {
+    (void) state;
+    ApiCache c = {};
+    usec_t t = 1000 * USEC_PER_SEC;
+    size_t len;
+    unsigned status;
+    assert_null(api_cache_get(&c, API_ROUTE_VOLUMES, NULL, t));
+    assert_int_equal(api_cache_put(&c, API_ROUTE_VOLUMES, NULL, 200, "{\"a\":1}\n", 8, t), 0);
+    assert_int_equal(api_cache_put(&c, API_ROUTE_WORKSPACE, "ws-1", 200, "{}\n", 3, t), 0);
+    const ApiCacheEntry *e = api_cache_get(&c, API_ROUTE_VOLUMES, "", t + 1);
+    assert_non_null(e);
+    assert_string_equal(api_cache_entry_body(e, &len, &status), "{\"a\":1}\n");
+    assert_int_equal(len, 8);
+    assert_int_equal(status, 200);
+    assert_null(api_cache_get(&c, API_ROUTE_WORKSPACE, "ws-2", t)); /* another parameter */
+    assert_non_null(api_cache_get(&c, API_ROUTE_WORKSPACE, "ws-1", t));
+    assert_null(api_cache_get(&c, API_ROUTE_VOLUMES, NULL, t + API_CACHE_TTL)); /* too old */
+    /* put again: replaced in place, fresh again */
+    assert_int_equal(api_cache_put(&c, API_ROUTE_VOLUMES, NULL, 200, "[]\n", 3, t + API_CACHE_TTL), 0);
+    assert_string_equal(api_cache_entry_body(api_cache_get(&c, API_ROUTE_VOLUMES, NULL, t + API_CACHE_TTL), NULL,
+                                             NULL), "[]\n");
+    api_cache_clear(&c);
+    assert_null(api_cache_get(&c, API_ROUTE_WORKSPACE, "ws-1", t));
+    /* more entries than it keeps: dropped whole, never past its bound */
+    for (int i = 0; i < 600; i++) {
+        char id[16];
+        snprintf(id, sizeof id, "ws-%d", i);
+        assert_int_equal(api_cache_put(&c, API_ROUTE_WORKSPACE, id, 200, "{}", 2, t), 0);
+    }
+    assert_non_null(api_cache_get(&c, API_ROUTE_WORKSPACE, "ws-599", t));
+    assert_null(api_cache_get(&c, API_ROUTE_WORKSPACE, "ws-0", t));
+    api_cache_done(&c);
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_routes_ok),
@@ -286,6 +324,7 @@ int main(void) {
         cmocka_unit_test(test_body_bad),
         cmocka_unit_test(test_refused_input),
         cmocka_unit_test(test_bool_and_peer),
+        cmocka_unit_test(test_cache),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
