@@ -587,7 +587,7 @@ int agent_api_start(Agent *a) {
     ApiServerConfig sc = {
         .max_body = c->max_body,
         .connection_limit = c->max_connections,
-        .request_timeout_sec = (unsigned) (c->request_timeout / USEC_PER_SEC),
+        .request_timeout_sec = (unsigned) ((c->request_timeout + USEC_PER_SEC - 1) / USEC_PER_SEC) /* whole seconds, rounded up */,
         .group = gid,
         .log = api_log,
     };

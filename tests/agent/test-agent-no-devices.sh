@@ -3,6 +3,11 @@
 # This holds agent/ to it: no device-layer header, no device library, no
 # system call that touches a device or a filesystem's data path. A match
 # names the file and the line. (A unit test: it reads source, runs nothing.)
+# What it does not see: calls made for the agent inside src/ helpers. The
+# one that blocks on purpose is the record's save (state_record_save:
+# write, fsync, rename, fsync of its directory), which stays on the loop
+# because the agent is the record's only writer and a worker is answered
+# only once its change is durable.
 set -euo pipefail
 src=${LAYOUTD_SOURCE_DIR:?}
 cd "$src/agent"

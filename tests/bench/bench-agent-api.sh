@@ -108,7 +108,7 @@ YAML
     cleanup_below "$root"
 }
 
-: >"$OUT.tmp"
+: >"$OUT" # one invocation, one report
 [ -n "${LAYOUTD_BENCH_API_BEFORE:-}" ] && run_agent before "$LAYOUTD_BENCH_API_BEFORE"
 run_agent after "$LAYOUTD_BUILD_DIR"
 log "load at the end $(cut -d' ' -f1-3 /proc/loadavg)"
