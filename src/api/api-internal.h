@@ -27,6 +27,9 @@ int api_cache_put(ApiCache *c, ApiRouteId route, const char *param, unsigned sta
 void api_cache_clear(ApiCache *c);
 void api_cache_done(ApiCache *c);
 
+/* The priority of the API's sources: before the engine's (NORMAL). */
+#define API_EVENT_PRIORITY (SD_EVENT_PRIORITY_NORMAL - 10)
+
 #define API_STATUS_MIN 100
 #define API_STATUS_MAX 599
 
