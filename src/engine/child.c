@@ -208,16 +208,16 @@ int child_spawn(sd_event *e, char *const *argv, const ChildCallbacks *cb, void *
          * agent) must not shield a large sweep or a tool. Raising the
          * score needs no privilege. */
         (void) signal(SIGPIPE, SIG_DFL);
-        /* Background work (mkfs, a sweep, fstrim): niced, so that the loop
-         * that answers the API wins the CPU whenever it wakes. Eight
-         * parallel carves on two CPUs otherwise delayed a status answer by
-         * up to 80 ms. The tools it runs inherit it. */
-        (void) setpriority(PRIO_PROCESS, 0, CHILD_NICE);
         int oom = open("/proc/self/oom_score_adj", O_WRONLY | O_CLOEXEC);
         if (oom >= 0) {
             (void) !write(oom, "0", 1);
             (void) close(oom);
         }
+        /* Background work (mkfs, a sweep, fstrim): niced, so that the loop
+         * that answers the API wins the CPU whenever it wakes. Eight
+         * parallel carves on two CPUs otherwise delayed a status answer by
+         * up to 80 ms. The tools it runs inherit it. */
+        (void) setpriority(PRIO_PROCESS, 0, CHILD_NICE);
         execv(argv[0], argv);
         _exit(127);
     }
