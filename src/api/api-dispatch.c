@@ -321,8 +321,12 @@ static ssize_t stream_read(void *cls, uint64_t pos, char *buf, size_t max) {
 
 static enum MHD_Result serve_events(Api *api, ApiRequest *req) {
     /* Without ?since the stream starts now; ?since=0 replays what the ring
-     * still holds. */
-    req->cursor = req->query.has_since ? req->query.since : api_events_last(api->events);
+     * still holds. A cursor beyond the last event comes from an earlier
+     * agent (numbering starts again with each): it replays everything
+     * this one holds, so a client resuming across a restart misses
+     * nothing and sees the numbers go back. */
+    uint64_t last = api_events_last(api->events);
+    req->cursor = !req->query.has_since ? last : req->query.since > last ? 0 : req->query.since;
     struct MHD_Response *resp = MHD_create_response_from_callback(MHD_SIZE_UNKNOWN, STREAM_BLOCK, stream_read, req, NULL);
     if (!resp)
         return MHD_NO;

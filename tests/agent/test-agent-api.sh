@@ -125,6 +125,10 @@ first=$(head -n1 "$WORK/events.jsonl" | "$PY" -c 'import json,sys; print(json.lo
 curl -s --max-time 2 --unix-socket "$SOCK" "http://layoutd/v1/events?since=$first" >"$WORK/events2.jsonl" || true
 second=$(head -n1 "$WORK/events2.jsonl" | "$PY" -c 'import json,sys; print(json.load(sys.stdin)["seq"])')
 assert_eq $((first + 1)) "$second" "?since=$first resumes at the next event"
+# A cursor from an earlier agent (beyond the last event) replays from the start.
+curl -s --max-time 2 --unix-socket "$SOCK" "http://layoutd/v1/events?since=99999999" >"$WORK/events3.jsonl" || true
+third=$(head -n1 "$WORK/events3.jsonl" | "$PY" -c 'import json,sys; print(json.load(sys.stdin)["seq"])')
+assert_eq 1 "$third" "?since beyond the last event replays from the first"
 
 # --- metrics through a real parser ----------------------------------------
 curl -s --unix-socket "$SOCK" http://layoutd/metrics >"$WORK/metrics.txt"
