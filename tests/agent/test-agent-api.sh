@@ -144,7 +144,7 @@ if missing:
 PYEOF
 # The probe runs every second (api.flush_probe_interval) in a child; on a
 # loaded machine one round of fsyncs can take a while.
-probe_sampled() { curl -s --unix-socket "$SOCK" http://layoutd/metrics | grep -q 'layoutd_volume_flush_probe_seconds_count{volume="state-0"} [1-9]'; }
+probe_sampled() { curl -s --unix-socket "$SOCK" http://layoutd/metrics | has 'layoutd_volume_flush_probe_seconds_count{volume="state-0"} [1-9]'; }
 wait_for 90 probe_sampled || fail "flush probe never sampled state-0"
 
 # --- SIGHUP with a broken layout: the old one keeps running -------------

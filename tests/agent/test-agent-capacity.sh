@@ -113,8 +113,8 @@ wait_for $((PROBE * 2 + 1)) has_problem state-0 probe-no-space ||
     fail "the flush probe did not see ENOSPC: $(vol state-0)"
 assert_eq 503 "$(api GET /v1/health >/dev/null; st)" "degraded: /v1/health 503"
 jget "$(api GET /v1/volumes/state-0)" "d['flush_probe']['last_error']" | grep -q . || fail "no probe error in the volume"
-api GET /metrics | grep -q '^layoutd_volume_health{volume="state-0",health="degraded"} 1' || fail "metric health degraded"
-api GET /metrics | grep -q '^layoutd_volume_problem{volume="state-0",code="full",level="degraded"} 1' ||
+api GET /metrics | has '^layoutd_volume_health{volume="state-0",health="degraded"} 1' || fail "metric health degraded"
+api GET /metrics | has '^layoutd_volume_problem{volume="state-0",code="full",level="degraded"} 1' ||
     fail "metric volume_problem full"
 # Emptied: ok again, the problems gone.
 rm -rf "$m/fill"; : >"$WORK/sums"
@@ -153,7 +153,7 @@ echo 3 >/proc/sys/vm/drop_caches
 sha256sum --quiet -c "$WORK/sums" || fail "data differs after growing"
 # The filesystem really is larger: XFS saw the new size.
 assert_eq "$(( $(stat -f -c '%b*%S' "$WORK/root/volumes/state-0") ))" "$(jget "$(vol state-0)" "d['size_bytes']")" "size_bytes is the fs's"
-api GET /metrics | grep -Eq "^layoutd_volume_grows_total\{volume=\"state-0\"\} $grows" || fail "grows metric"
+api GET /metrics | has -E "^layoutd_volume_grows_total\{volume=\"state-0\"\} $grows" || fail "grows metric"
 reset_agent "$L"
 
 # ---- 3. ext4 without CAP_SYS_RESOURCE: refused and said -----------------------
@@ -173,7 +173,7 @@ else
     problem_msg state-0 growth-refused | grep -q CAP_SYS_RESOURCE || fail "refusal does not say why"
     health_is state-0 degraded || fail "refused growth past the threshold must degrade: $(vol state-0)"
     assert_eq refused "$(jget "$(vol state-0)" "d['growth']['state']")" "growth.state"
-    api GET /metrics | grep -q '^layoutd_volume_growth_refused{volume="state-0",reason="no-capability"} 1' ||
+    api GET /metrics | has '^layoutd_volume_growth_refused{volume="state-0",reason="no-capability"} 1' ||
         fail "growth_refused metric"
     grep -q 'volume state-0: growth refused (no-capability)' "$AGENT_LOG" || fail "refusal not logged"
     assert_eq 1 "$(grep -c 'growth refused (no-capability)' "$AGENT_LOG")" "a refusal is logged once, not every look"

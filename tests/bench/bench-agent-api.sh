@@ -74,7 +74,7 @@ YAML
             -d "{\"id\":\"ws-$i\",\"tenant\":\"t$((i / 3))\"}" http://l/v1/workspaces)
         [ "$code" = 201 ] || fail "$label: create ws-$i: HTTP $code ($(tail -3 "$root/agent.log"))"
     done
-    running() { curl -s --unix-socket "$sock" http://l/v1/status | grep -q "\"running\":$W,"; }
+    running() { curl -s --unix-socket "$sock" http://l/v1/status | has "\"running\":$W,"; }
     wait_for 300 running || fail "$label: not all $W daemons running"
     log "$label: $W workspaces created and running in $((SECONDS - t0)) s"
     for route in /v1/status /v1/health /v1/volumes /v1/volumes/state-0 /v1/workspaces /v1/workspaces/ws-1 \

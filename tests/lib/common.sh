@@ -20,6 +20,12 @@ log() { printf '[%s] %s\n' "$TEST_NAME" "$*" >&2; }
 fail() { log "FAIL: $*"; exit 1; }
 skip() { log "SKIP: $*"; exit 77; }
 
+# cmd | has [GREP-OPTIONS] PATTERN: cmd printed a line that matches. It
+# reads all of cmd's output before it looks: `cmd | grep -q` under
+# pipefail fails at random when grep quits at the first match and cmd,
+# still writing, dies of SIGPIPE (a large /metrics or journal does).
+has() { local text; text=$(cat); grep -q "$@" <<<"$text"; }
+
 require_root() { [ "$(id -u)" -eq 0 ] || skip "needs root"; }
 require_cmd() { command -v "$1" >/dev/null 2>&1 || skip "needs $1"; }
 require_loop() { [ -e /dev/loop-control ] || skip "no /dev/loop-control"; }

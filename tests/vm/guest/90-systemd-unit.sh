@@ -183,9 +183,9 @@ log "RESULT scopes=3 memory_max=512MiB cpu_weight=50 tasks_max=512"
 step "journal: the daemons' lines carry their workspace"
 journalctl --no-pager -o cat LAYOUTD_WORKSPACE=ws-1 | tee j-ws1.txt | tail -n 3
 grep -q 'serving' j-ws1.txt || fail "journalctl LAYOUTD_WORKSPACE=ws-1 has not the daemon's serving line"
-journalctl --no-pager -o verbose LAYOUTD_WORKSPACE=ws-1 SYSLOG_IDENTIFIER=layoutd-wsfs | grep -q 'SYSLOG_PID=' ||
+journalctl --no-pager -o verbose LAYOUTD_WORKSPACE=ws-1 SYSLOG_IDENTIFIER=layoutd-wsfs | has 'SYSLOG_PID=' ||
     fail "ws-1's daemon lines are not under the daemon's own name and pid"
-journalctl --no-pager -o cat LAYOUTD_VOLUME=state-0 | grep -q 'state-0' || fail "no entry with LAYOUTD_VOLUME=state-0"
+journalctl --no-pager -o cat LAYOUTD_VOLUME=state-0 | has 'state-0' || fail "no entry with LAYOUTD_VOLUME=state-0"
 
 step "ext4 state-1 grows online under a writer (ws-3 alone on it)"
 m3=$(get /v1/workspaces/ws-3 | jq -r .mountpoint)
@@ -246,7 +246,7 @@ grep -q '^layoutd_vdo_mode{volume="content-0",mode="normal"} 1' metrics.txt || f
 grep -q '^layoutd_vdo_physical_used_bytes{volume="content-0"}' metrics.txt || fail "no physical used in /metrics"
 
 step "periodic fstrim (vdo.fstrim_interval 1min) runs as a child and is logged"
-fstrim_done() { since "$ts_start" | grep -q 'fstrim done'; }
+fstrim_done() { since "$ts_start" | has 'fstrim done'; }
 wait_for 180 "the agent's periodic fstrim of content-0" fstrim_done
 since "$ts_start" | grep 'fstrim' | tail -n 3
 [ "$(vol content-0 | jq -r .vdo.fstrim.runs)" -ge 1 ] || fail "fstrim runs not counted in the API"
@@ -272,8 +272,8 @@ log "last_reload_error: $(get /v1/status | jq -r .last_reload_error)"
 [ "$(prop MainPID)" = "$pid0" ] || fail "the agent restarted on reload"
 all_running || fail "workspaces not running after a refused reload"
 [ "$(for w in ws-1 ws-2 ws-3; do ws_pid $w; done | tr '\n' ' ')" = "$pids_before" ] || fail "daemons changed on a refused reload"
-since "$ts" | grep -q 'Reload refused' || fail "no 'Reload refused' in the journal"
-journalctl --no-pager -o cat --since "@$ts" MESSAGE_ID=fe7ea5016b2e46ab901613e57f5d2835 | grep -q 'Reload refused' ||
+since "$ts" | has 'Reload refused' || fail "no 'Reload refused' in the journal"
+journalctl --no-pager -o cat --since "@$ts" MESSAGE_ID=fe7ea5016b2e46ab901613e57f5d2835 | has 'Reload refused' ||
     fail "the refused reload has not its MESSAGE_ID"
 cp /root/vm.yaml.good $layouts/vm.yaml
 systemctl reload $unit
@@ -288,7 +288,7 @@ r2=$(get /v1/workspaces/ws-2 | jq -r .daemon.restarts)
 choom -p "$p2" -n 1000 >/dev/null || fail "choom"
 ts=$(date +%s)
 echo f >/proc/sysrq-trigger          # the kernel's OOM killer picks the highest score: ws-2's daemon
-oom_killed() { journalctl -k --no-pager --since "@$ts" | grep -q "Killed process $p2"; }
+oom_killed() { journalctl -k --no-pager --since "@$ts" | has "Killed process $p2"; }
 wait_for 30 "the OOM killer to kill pid $p2" oom_killed
 journalctl -k --no-pager --since "@$ts" | grep "Killed process" | tail -n 1
 [ "$(systemctl is-active $unit)" = active ] || fail "the unit is not active after a daemon's OOM kill"
@@ -356,8 +356,8 @@ systemctl start $unit || fail "start after the loss failed"
 wait_for 90 "workspaces running after the re-activation" all_running
 [ "$(get /v1/volumes | jq -r '.volumes[] | "\(.name) \(.uuid)"' | sort)" = "$uuids" ] || fail "filesystem UUIDs changed"
 since "$ts" | grep -E 'volume .*(format |formatted now)' && fail "something was formatted on re-activation"
-since "$ts" | grep -q 'create dm-vdo target layoutd-content-0' || fail "content-0's dm-vdo target was not started again"
-since "$ts" | grep -qE 'vdo-format|vdoformat' && fail "content-0 was formatted again on re-activation"
+since "$ts" | has 'create dm-vdo target layoutd-content-0' || fail "content-0's dm-vdo target was not started again"
+since "$ts" | has -E 'vdo-format|vdoformat' && fail "content-0 was formatted again on re-activation"
 checksums | cmp -s - sums.before || fail "data differs after the re-activation"
 log "RESULT reactivation volumes=$(echo "$uuids" | wc -l) formatted=0 checksums=equal"
 

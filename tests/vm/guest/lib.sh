@@ -5,6 +5,12 @@ B=$LAYOUTD_VM_HOME/bin
 log() { printf '[%s] %s\n' "$(basename "$0" .sh)" "$*"; }
 fail() { log "FAIL: $*"; exit 1; }
 skip() { log "SKIP: $*"; exit 77; }
+
+# cmd | has [GREP-OPTIONS] PATTERN: cmd printed a line that matches. It
+# reads all of cmd's output before it looks: `cmd | grep -q` under
+# pipefail fails at random when grep quits at the first match and cmd,
+# still writing, dies of SIGPIPE (a large /metrics or journal does).
+has() { local text; text=$(cat); grep -q "$@" <<<"$text"; }
 # kv FILE KEY: the value of KEY=... in FILE
 kv() { sed -n "s/^$2=//p" "$1" | head -n1; }
 _cleanups=()
