@@ -624,28 +624,43 @@ int state_record_load(const char *path, StateRecord **ret) {
     return state_record_from_json_string(text, ret);
 }
 
-int state_record_save(StateRecord *s, const char *path) {
-    if (!s || !path)
+int state_record_snapshot(StateRecord *s, char **ret_text, size_t *ret_len) {
+    if (!s || !ret_text || !ret_len)
         return -EINVAL;
     uint64_t old = s->generation;
     s->generation = old + 1;
     _cleanup_free_ char *text = NULL;
     int r = state_record_to_json_string(s, &text);
-    if (r >= 0) {
-        size_t n = strlen(text);
-        /* Terminate with a newline: friendlier to cat and diff. */
-        char *t = realloc(text, n + 2);
-        if (!t)
-            r = -ENOMEM;
-        else {
-            text = t;
-            text[n] = '\n';
-            text[n + 1] = 0;
-            r = write_file_atomic(path, text, n + 1, 0600);
-        }
-    }
     if (r < 0) {
-        s->generation = old; /* the file was not written: keep the counter honest */
+        s->generation = old; /* nothing was made of it: keep the counter honest */
+        return r;
+    }
+    size_t n = strlen(text);
+    /* Terminate with a newline: friendlier to cat and diff. */
+    char *t = realloc(text, n + 2);
+    if (!t) {
+        s->generation = old;
+        return -ENOMEM;
+    }
+    t[n] = '\n';
+    t[n + 1] = 0;
+    text = NULL;
+    *ret_text = t;
+    *ret_len = n + 1;
+    return 0;
+}
+
+int state_record_save(StateRecord *s, const char *path) {
+    if (!s || !path)
+        return -EINVAL;
+    _cleanup_free_ char *text = NULL;
+    size_t len;
+    int r = state_record_snapshot(s, &text, &len);
+    if (r < 0)
+        return r;
+    r = write_file_atomic(path, text, len, 0600);
+    if (r < 0) {
+        s->generation--; /* the file was not written: keep the counter honest */
         return r;
     }
     return 0;

@@ -86,6 +86,11 @@ int state_record_load(const char *path, StateRecord **ret);
  * Returns: <0 on error (the old file stays), 0 on success. */
 int state_record_save(StateRecord *s, const char *path);
 
+/* The text state_record_save() writes (JSON and a newline, NUL-
+ * terminated; *ret_len excludes the NUL), bumping generation: for a
+ * writer elsewhere (the agent's saver thread). Returns 0 or -errno. */
+int state_record_snapshot(StateRecord *s, char **ret_text, size_t *ret_len);
+
 /* Serialises to/from JSON text (used by load/save and by tests). */
 int state_record_to_json_string(const StateRecord *s, char **ret);
 int state_record_from_json_string(const char *text, StateRecord **ret);

@@ -1,0 +1,260 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+/* The record's writer thread (agent-record-saver.h). */
+#include <errno.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/eventfd.h>
+#include <unistd.h>
+
+#include "agent-record-saver.h"
+#include "log.h"
+#include "util.h"
+
+struct RecordSaverWaiter {
+    RecordSaver *saver;
+    RecordSaverWaiter *next;
+    uint64_t seq;                /* done once a write of seq or later ended */
+    RecordSaverDone done;
+    void *userdata;
+};
+
+struct RecordSaver {
+    char *path;
+    pthread_t thread;
+    bool thread_started;
+    int efd;                     /* the thread -> the loop: a write ended */
+    sd_event_source *source;
+
+    /* Shared with the thread, under lock. */
+    pthread_mutex_t lock;
+    pthread_cond_t wake;         /* the thread: something to write, or stop */
+    pthread_cond_t written;      /* record_saver_free: a write ended */
+    char *pending;               /* the newest snapshot not yet taken */
+    size_t pending_len;
+    uint64_t pending_seq;
+    uint64_t written_seq;        /* the newest snapshot whose write ended */
+    int written_error;
+    uint64_t coalesced, writes, failures, max_write_usec, last_write_usec;
+    bool stop;
+
+    /* The loop's own. */
+    uint64_t submitted_seq;
+    uint64_t seen_seq;           /* written_seq as the loop last read it */
+    int seen_error;
+    RecordSaverWaiter *waiters, **waiters_tail; /* by seq */
+};
+
+static void *writer(void *userdata) {
+    RecordSaver *s = userdata;
+    pthread_mutex_lock(&s->lock);
+    for (;;) {
+        while (!s->pending && !s->stop)
+            pthread_cond_wait(&s->wake, &s->lock);
+        if (!s->pending)
+            break; /* stop, and nothing left to write */
+        char *text = s->pending;
+        size_t len = s->pending_len;
+        uint64_t seq = s->pending_seq;
+        s->pending = NULL;
+        pthread_mutex_unlock(&s->lock);
+
+        usec_t t0 = now_usec(CLOCK_MONOTONIC);
+        int r = write_file_atomic(s->path, text, len, 0600);
+        usec_t took = now_usec(CLOCK_MONOTONIC) - t0;
+        free(text);
+
+        pthread_mutex_lock(&s->lock);
+        s->written_seq = seq;
+        s->written_error = r < 0 ? r : 0;
+        s->writes++;
+        if (r < 0)
+            s->failures++;
+        s->last_write_usec = took;
+        s->max_write_usec = MAX(s->max_write_usec, took);
+        pthread_cond_broadcast(&s->written);
+        pthread_mutex_unlock(&s->lock);
+        uint64_t one = 1;
+        (void) !write(s->efd, &one, sizeof one);
+        pthread_mutex_lock(&s->lock);
+    }
+    pthread_mutex_unlock(&s->lock);
+    return NULL;
+}
+
+/* Learns what the thread wrote and delivers the waiters it covers. A
+ * callback may submit, wait or cancel: the list is re-read after each. */
+static void deliver(RecordSaver *s) {
+    pthread_mutex_lock(&s->lock);
+    uint64_t seq = s->written_seq;
+    int error = s->written_error;
+    pthread_mutex_unlock(&s->lock);
+    if (seq != s->seen_seq) {
+        if (error < 0 && s->seen_error >= 0)
+            log_error_errno(error, "Failed to save the record %s, the changes are kept in memory and go out "
+                                   "with the next save: %m",
+                            s->path);
+        else if (error >= 0 && s->seen_error < 0)
+            log_notice("The record %s is saved again", s->path);
+        s->seen_seq = seq;
+        s->seen_error = error;
+    }
+    while (s->waiters && s->waiters->seq <= s->seen_seq) {
+        RecordSaverWaiter *w = s->waiters;
+        s->waiters = w->next;
+        if (!s->waiters)
+            s->waiters_tail = &s->waiters;
+        w->done(s->seen_error, w->userdata);
+        free(w);
+    }
+}
+
+static int on_written(sd_event_source *source, int fd, uint32_t revents, void *userdata) {
+    RecordSaver *s = userdata;
+    uint64_t n;
+    (void) source;
+    (void) revents;
+    (void) !read(fd, &n, sizeof n);
+    deliver(s);
+    return 0;
+}
+
+int record_saver_new(sd_event *e, const char *path, RecordSaver **ret) {
+    RecordSaver *s = calloc(1, sizeof(*s));
+    if (!s)
+        return -ENOMEM;
+    s->efd = -EBADF;
+    s->waiters_tail = &s->waiters;
+    pthread_mutex_init(&s->lock, NULL);
+    pthread_cond_init(&s->wake, NULL);
+    pthread_cond_init(&s->written, NULL);
+    int r = -ENOMEM;
+    if (!(s->path = strdup(path)))
+        goto fail;
+    s->efd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
+    if (s->efd < 0) {
+        r = negative_errno();
+        goto fail;
+    }
+    r = sd_event_add_io(e, &s->source, s->efd, EPOLLIN, on_written, s);
+    if (r < 0)
+        goto fail;
+    /* Before the API's sources: a worker or a client waits on this. */
+    (void) sd_event_source_set_priority(s->source, SD_EVENT_PRIORITY_NORMAL - 10);
+    (void) sd_event_source_set_description(s->source, "record-saver");
+
+    /* The thread takes no signal: the loop reads them from a signalfd,
+     * which needs them blocked everywhere. */
+    sigset_t all, old;
+    sigfillset(&all);
+    pthread_sigmask(SIG_SETMASK, &all, &old);
+    r = -pthread_create(&s->thread, NULL, writer, s);
+    pthread_sigmask(SIG_SETMASK, &old, NULL);
+    if (r < 0)
+        goto fail;
+    s->thread_started = true;
+    *ret = s;
+    return 0;
+fail:
+    record_saver_free(s);
+    return r;
+}
+
+RecordSaver *record_saver_free(RecordSaver *s) {
+    if (!s)
+        return NULL;
+    if (s->thread_started) {
+        pthread_mutex_lock(&s->lock);
+        s->stop = true;
+        pthread_cond_signal(&s->wake);
+        pthread_mutex_unlock(&s->lock);
+        /* The thread writes what is pending before it sees stop. */
+        pthread_join(s->thread, NULL);
+    }
+    while (s->waiters) {
+        RecordSaverWaiter *w = s->waiters;
+        s->waiters = w->next;
+        free(w);
+    }
+    sd_event_source_disable_unref(s->source);
+    safe_close(s->efd);
+    free(s->pending);
+    free(s->path);
+    pthread_cond_destroy(&s->written);
+    pthread_cond_destroy(&s->wake);
+    pthread_mutex_destroy(&s->lock);
+    free(s);
+    return NULL;
+}
+
+int record_saver_submit(RecordSaver *s, StateRecord *record) {
+    char *text;
+    size_t len;
+    int r = state_record_snapshot(record, &text, &len);
+    if (r < 0)
+        return r;
+    pthread_mutex_lock(&s->lock);
+    if (s->pending) {
+        free(s->pending); /* the newer snapshot holds its changes */
+        s->coalesced++;
+    }
+    s->pending = text;
+    s->pending_len = len;
+    s->pending_seq = ++s->submitted_seq;
+    pthread_cond_signal(&s->wake);
+    pthread_mutex_unlock(&s->lock);
+    return 0;
+}
+
+int record_saver_wait(RecordSaver *s, RecordSaverDone done, void *userdata, RecordSaverWaiter **ret) {
+    RecordSaverWaiter *w = calloc(1, sizeof(*w));
+    if (!w)
+        return -ENOMEM;
+    *w = (RecordSaverWaiter) { .saver = s, .seq = s->submitted_seq, .done = done, .userdata = userdata };
+    *s->waiters_tail = w;
+    s->waiters_tail = &w->next;
+    if (w->seq <= s->seen_seq) {
+        /* Durable already: deliver from the loop, as any other. */
+        uint64_t one = 1;
+        (void) !write(s->efd, &one, sizeof one);
+    }
+    if (ret)
+        *ret = w;
+    return 0;
+}
+
+void record_saver_waiter_cancel(RecordSaverWaiter *w) {
+    if (!w)
+        return;
+    RecordSaver *s = w->saver;
+    for (RecordSaverWaiter **p = &s->waiters; *p; p = &(*p)->next)
+        if (*p == w) {
+            *p = w->next;
+            if (!*p)
+                s->waiters_tail = p;
+            free(w);
+            return;
+        }
+}
+
+bool record_saver_idle(const RecordSaver *s) {
+    return s->seen_seq >= s->submitted_seq;
+}
+
+int record_saver_last_error(const RecordSaver *s) {
+    return s->seen_error;
+}
+
+void record_saver_stats(const RecordSaver *s, RecordSaverStats *ret) {
+    RecordSaver *m = (RecordSaver *) s; /* the lock only */
+    pthread_mutex_lock(&m->lock);
+    *ret = (RecordSaverStats) {
+        .writes = s->writes,
+        .failures = s->failures,
+        .coalesced = s->coalesced,
+        .max_write_usec = s->max_write_usec,
+        .last_write_usec = s->last_write_usec,
+    };
+    pthread_mutex_unlock(&m->lock);
+}
