@@ -199,6 +199,12 @@ static json_object *problems(Agent *a, VolumeHealth *ret_health) {
                     agent_layout(a)->root, format_bytes(f, sizeof f, ho->backing_free - promised),
                     format_bytes(rs, sizeof rs, reserve));
     }
+    int save_error = record_saver_last_error(a->saver);
+    if (save_error < 0)
+        PROBLEM("host", agent_layout(a)->root, VOLUME_HEALTH_DEGRADED, "record-unsaved",
+                "the state record %s could not be saved: %s; the latest changes are in memory only until a "
+                "save succeeds (an agent restart now would forget them)",
+                a->engine->record_path, strerror(-save_error));
     if (a->last_reload_error)
         PROBLEM(NULL, NULL, VOLUME_HEALTH_DEGRADED, "reload-refused",
                 "the last reload was refused; the previous layout keeps running: %s", a->last_reload_error);
@@ -448,6 +454,21 @@ static int op_metrics(void *userdata, MetricsWriter *w, ApiError *err) {
     (void) metrics_writer_sample(w, NULL, a->last_reload_error ? 1 : 0);
     (void) metrics_writer_family(w, "layoutd_jobs", METRIC_GAUGE, "Volume jobs running or queued (workers)");
     (void) metrics_writer_sample(w, NULL, (double) agent_jobs_count(a));
+    RecordSaverStats rs;
+    record_saver_stats(a->saver, &rs);
+    (void) metrics_writer_family(w, "layoutd_record_writes_total", METRIC_COUNTER,
+                                 "Writes of the state record (by the saver thread) since the agent started");
+    (void) metrics_writer_sample(w, NULL, (double) rs.writes);
+    (void) metrics_writer_family(w, "layoutd_record_write_failures_total", METRIC_COUNTER,
+                                 "Writes of the state record that failed since the agent started");
+    (void) metrics_writer_sample(w, NULL, (double) rs.failures);
+    (void) metrics_writer_family(w, "layoutd_record_write_max_seconds", METRIC_GAUGE,
+                                 "The longest write of the state record (write, fsync, rename, directory fsync) "
+                                 "since the agent started");
+    (void) metrics_writer_sample(w, NULL, (double) rs.max_write_usec / USEC_PER_SEC);
+    (void) metrics_writer_family(w, "layoutd_record_unsaved", METRIC_GAUGE,
+                                 "1 while the last write of the state record failed (changes are in memory only)");
+    (void) metrics_writer_sample(w, NULL, record_saver_last_error(a->saver) < 0 ? 1 : 0);
 
     volume_report_metrics(obs ?: &empty, w);
     (void) metrics_writer_family(w, "layoutd_volume_workspaces", METRIC_GAUGE,

@@ -6,8 +6,9 @@
  * once (eight creates that each carve a volume carve in parallel).
  *
  * A worker's record changes arrive one volume entry at a time, while it
- * waits: they are merged into the agent's record and saved before it is
- * answered, so the agent stays the only writer of the record file. When
+ * waits: they are merged into the agent's record and saved (by the saver
+ * thread, agent-record-saver.h) before it is answered, so the agent stays
+ * the only writer of the record file. When
  * the worker ends, its per-volume results and its observation of the
  * job's volumes are merged into what the API serves.
  */
@@ -29,6 +30,7 @@ struct VolumeJob {
     VolumeJobDone done;
     void *userdata;
     Worker *worker;              /* NULL: queued (or failed to start) */
+    RecordSaverWaiter *save_wait; /* the worker waits for its change to be durable */
     sd_event_source *failed;     /* set: the worker could not start; delivered from the loop */
     int start_error;
     char *start_message;
@@ -62,6 +64,7 @@ size_t agent_jobs_count(Agent *a) {
 }
 
 static void job_free(VolumeJob *j) {
+    record_saver_waiter_cancel(j->save_wait);
     sd_event_source_disable_unref(j->failed);
     free(j->start_message);
     worker_free(j->worker);
@@ -86,6 +89,15 @@ static void unlink_job(Agent *a, VolumeJob *j) {
         }
 }
 
+static void on_saved(int error, void *userdata) {
+    VolumeJob *j = userdata;
+    j->save_wait = NULL;
+    if (error < 0)
+        log_error_errno(error, "volume %s: the record %s could not be saved for the %s worker: %m",
+                        j->volume ?: "-", j->agent->engine->record_path, j->op);
+    worker_answer_save(j->worker, error);
+}
+
 static int on_save(Worker *w, const char *name, VolumeRecord *v, void *userdata) {
     VolumeJob *j = userdata;
     Agent *a = j->agent;
@@ -99,11 +111,19 @@ static int on_save(Worker *w, const char *name, VolumeRecord *v, void *userdata)
         }
     } else
         (void) state_record_remove_volume(record, name);
-    r = state_record_save(record, a->engine->record_path);
-    if (r < 0)
+    /* Off the loop: the worker waits (a UUID must be on disk before its
+     * mkfs), the API does not. */
+    record_saver_waiter_cancel(j->save_wait); /* one at a time; a broken worker may not wait */
+    j->save_wait = NULL;
+    r = record_saver_submit(a->saver, record);
+    if (r >= 0)
+        r = agent_when_saved(a, on_saved, j, &j->save_wait);
+    if (r < 0) {
         log_error_errno(r, "volume %s: cannot save the record %s for the %s worker: %m", name,
                         a->engine->record_path, j->op);
-    return r;
+        return r;
+    }
+    return WORKER_SAVE_PENDING;
 }
 
 static void on_progress(Worker *w, const char *volume, const ApplyStepResult *step, bool done, void *userdata) {
@@ -198,7 +218,7 @@ static void on_done(Worker *w, int error, const char *message, ApplyResult *res,
     job_free(j);
     agent_volumes_changed(a);
     if (a->exit_after_jobs && !a->jobs)
-        (void) sd_event_exit(a->event, 0);
+        agent_exit_when_idle(a);
     else
         schedule(a);
 }

@@ -151,6 +151,11 @@ static PlaceCandidate *place_extras(Agent *a, size_t *ret_n) {
     return x;
 }
 
+static int place_save_queued(void *userdata, StateRecord *record) {
+    Agent *a = userdata;
+    return record_saver_submit(a->saver, record);
+}
+
 void agent_place_context(Agent *a, PlaceContext *ret) {
     size_t n = 0;
     free(a->place_extras);
@@ -159,6 +164,8 @@ void agent_place_context(Agent *a, PlaceContext *ret) {
         .layout = agent_layout(a),
         .record = agent_record(a),
         .record_path = a->engine->record_path,
+        .save = place_save_queued,
+        .save_userdata = a,
         .observe = place_observe_cached,
         .observe_userdata = a,
         .extra = a->place_extras,
@@ -262,7 +269,7 @@ static void check_waiters(Agent *a, const char *id) {
             api_operation_step_done(w->op, w->step, 0, "pid %d, ready in %.3f s", (int) st.pid,
                                     (double) st.ready_latency / USEC_PER_SEC);
             WorkspaceRecord *rec = state_record_find_workspace(agent_record(a), id);
-            api_operation_succeed(w->op, w->status, rec ? agent_workspace_json(a, rec) : NULL);
+            agent_operation_succeed_saved(a, w->op, w->status, rec ? agent_workspace_json(a, rec) : NULL);
             done = true;
         } else if (st.state == SUPERVISOR_BACKOFF || st.state == SUPERVISOR_FAILED) {
             char how[64] = "without a mount";
@@ -437,7 +444,7 @@ static int create_on(Agent *a, PendingCreate *c, const char *volume, ApiError *e
             (void) api_operation_set_resource(c->op, res);
         WorkspaceStatus st;
         if (supervisor_get_status(a->supervisor, w->id, &st) >= 0 && st.state == SUPERVISOR_RUNNING)
-            api_operation_succeed(c->op, 201, agent_workspace_json(a, w)); /* adopted: running already */
+            agent_operation_succeed_saved(a, c->op, 201, agent_workspace_json(a, w)); /* adopted: running already */
         else
             (void) add_waiter(a, w->id, WAIT_RUNNING, 0, c->op, 201, "starting the FUSE daemon");
     }
@@ -597,10 +604,12 @@ typedef struct RemoveJob {
     ApiOperation *op;
     int step;
     char *id;
+    char *dir;                /* destroy: the workspaces directory holding id */
 } RemoveJob;
 
 static void remove_job_free(RemoveJob *j) {
     api_operation_unref(j->op);
+    free(j->dir);
     free(j->id);
     free(j);
 }
@@ -630,7 +639,7 @@ static void remove_finish(Agent *a, RemoveJob *j, int r, const char *message) {
             api_error_set(&e, r, 500, "remove_failed", "%s", message ?: strerror(-r));
             api_operation_fail(j->op, &e);
         } else
-            api_operation_succeed(j->op, 200, removed_json(j->id, j->destroy, "removed"));
+            agent_operation_succeed_saved(a, j->op, 200, removed_json(j->id, j->destroy, "removed"));
     }
     remove_job_free(j);
     agent_update_status(a);
@@ -651,6 +660,30 @@ static void on_data_destroyed(Agent *a, int error, const char *message, ApplyRes
     int r = place_workspace_forget(&ctx, j->id, &pe);
     remove_finish(a, j, r, pe.message);
     place_error_done(&pe);
+}
+
+/* The record says "inactive" on disk: now the data may go. */
+static void destroy_when_saved(int error, void *userdata) {
+    RemoveJob *j = userdata;
+    Agent *a = j->agent;
+    if (error < 0) {
+        _cleanup_free_ char *m = NULL;
+        if (asprintf(&m, "the record could not be saved (%s), so the data in %s/%s is kept", strerror(-error),
+                     j->dir, j->id) < 0)
+            m = NULL;
+        remove_finish(a, j, error, m);
+        return;
+    }
+    /* rm -r of a workspace (a node_modules tree) takes seconds: a worker. */
+    json_object *args = json_object_new_object();
+    json_object_object_add(args, "dir", json_object_new_string(j->dir));
+    json_object_object_add(args, "name", json_object_new_string(j->id));
+    WorkspaceRecord *w = state_record_find_workspace(agent_record(a), j->id);
+    if (j->op)
+        j->step = api_operation_step(j->op, "destroying the data in %s/%s", j->dir, j->id);
+    int r = agent_job_submit(a, WORKER_OP_RMTREE, args, w ? w->volume : NULL, NULL, on_data_destroyed, j);
+    if (r < 0)
+        remove_finish(a, j, r, NULL);
 }
 
 static void on_removed(Supervisor *s, const char *id, void *userdata) {
@@ -681,14 +714,10 @@ static void on_removed(Supervisor *s, const char *id, void *userdata) {
         place_error_done(&pe);
         return;
     }
-    /* rm -r of a workspace (a node_modules tree) takes seconds: a worker. */
-    json_object *args = json_object_new_object();
-    json_object_object_add(args, "dir", json_object_new_string(dir));
-    json_object_object_add(args, "name", json_object_new_string(id));
-    WorkspaceRecord *w = state_record_find_workspace(agent_record(a), id);
-    if (j->op)
-        j->step = api_operation_step(j->op, "destroying the data in %s/%s", dir, id);
-    r = agent_job_submit(a, WORKER_OP_RMTREE, args, w ? w->volume : NULL, NULL, on_data_destroyed, j);
+    /* "inactive" must be on disk before a byte is deleted. */
+    free(j->dir);
+    j->dir = TAKE_PTR(dir);
+    r = agent_when_saved(a, destroy_when_saved, j, NULL);
     if (r < 0)
         remove_finish(a, j, r, NULL);
 }

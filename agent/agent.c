@@ -47,6 +47,9 @@ int agent_new(const AgentOptions *o, Agent **ret) {
     r = sd_event_default(&a->event);
     if (r < 0)
         return log_error_errno(r, "Failed to allocate the event loop: %m");
+    r = record_saver_new(a->event, a->engine->record_path, &a->saver);
+    if (r < 0)
+        return log_error_errno(r, "Failed to start the record's writer: %m");
     *ret = TAKE_PTR(a);
     return 0;
 }
@@ -67,6 +70,9 @@ Agent *agent_free(Agent *a) {
     /* Leaves daemons running: a stop was done by SIGTERM before, and a
      * detach (SIGUSR2) or crash wants them kept for re-adoption. */
     a->supervisor = supervisor_free(a->supervisor);
+    /* After every owner of a waiter is gone; writes what is pending. */
+    record_saver_waiter_cancel(a->exit_wait);
+    a->saver = record_saver_free(a->saver);
     apply_result_free(a->volume_results);
     free(a->place_extras);
     agent_capacity_stop(a);
@@ -81,10 +87,52 @@ Agent *agent_free(Agent *a) {
 }
 
 void agent_persist(Agent *a) {
-    int r = state_record_save(agent_record(a), a->engine->record_path);
+    int r = record_saver_submit(a->saver, agent_record(a));
     if (r < 0)
         log_error_errno(r, "Failed to save the record %s, the change is kept in memory only: %m",
                         a->engine->record_path);
+}
+
+int agent_when_saved(Agent *a, RecordSaverDone done, void *userdata, RecordSaverWaiter **ret) {
+    return record_saver_wait(a->saver, done, userdata, ret);
+}
+
+typedef struct SavedAnswer {
+    ApiOperation *op;
+    unsigned status;
+    json_object *result;
+} SavedAnswer;
+
+static void answer_saved(int error, void *userdata) {
+    SavedAnswer *s = userdata;
+    if (error < 0) {
+        ApiError e = {};
+        api_error_set(&e, error, 500, "record_unsaved",
+                      "done, but the state record could not be saved: %s; the change is kept in memory and "
+                      "saved with the next one",
+                      strerror(-error));
+        api_operation_fail(s->op, &e);
+        json_object_put(s->result);
+    } else
+        api_operation_succeed(s->op, s->status, s->result);
+    api_operation_unref(s->op);
+    free(s);
+}
+
+void agent_operation_succeed_saved(Agent *a, ApiOperation *op, unsigned status, json_object *result) {
+    SavedAnswer *s = op ? calloc(1, sizeof(*s)) : NULL;
+    if (s) {
+        *s = (SavedAnswer) { .op = api_operation_ref(op), .status = status, .result = result };
+        if (agent_when_saved(a, answer_saved, s, NULL) >= 0)
+            return;
+        api_operation_unref(s->op);
+        free(s);
+    }
+    /* Out of memory: answer now rather than never. */
+    if (op)
+        api_operation_succeed(op, status, result);
+    else
+        json_object_put(result);
 }
 
 void agent_update_status(Agent *a) {
@@ -293,12 +341,23 @@ static void on_started(Agent *a, int error, const char *message, ApplyResult *re
 
 /* ---- signals ----------------------------------------------------------- */
 
-static void exit_when_idle(Agent *a) {
+static void exit_when_saved(int error, void *userdata) {
+    Agent *a = userdata;
+    (void) error; /* logged by the saver */
+    a->exit_wait = NULL;
+    agent_exit_when_idle(a);
+}
+
+void agent_exit_when_idle(Agent *a) {
     /* A job still running finishes first (its record changes are saved
-     * as it goes): a carve cut off mid-mkfs would only be redone later. */
-    if (agent_jobs_count(a) == 0)
+     * as it goes): a carve cut off mid-mkfs would only be redone later.
+     * Then the last saves land, and the answers waiting on them go out. */
+    if (agent_jobs_count(a) == 0 && record_saver_idle(a->saver))
         (void) sd_event_exit(a->event, 0);
-    else {
+    else if (agent_jobs_count(a) == 0) {
+        if (!a->exit_wait && agent_when_saved(a, exit_when_saved, a, &a->exit_wait) < 0)
+            (void) sd_event_exit(a->event, 0); /* record_saver_free() still writes it */
+    } else {
         log_info("Waiting for %zu volume job(s) to finish", agent_jobs_count(a));
         a->exit_after_jobs = true;
     }
@@ -307,7 +366,7 @@ static void exit_when_idle(Agent *a) {
 static void on_all_stopped(Supervisor *s, void *userdata) {
     Agent *a = userdata;
     log_info("All workspaces stopped");
-    exit_when_idle(a);
+    agent_exit_when_idle(a);
 }
 
 /* Stops the agent: with stop_workspaces every daemon is stopped first
@@ -331,7 +390,7 @@ void agent_stop(Agent *a, bool stop_workspaces, const char *why) {
             log_notice("%s: exiting, leaving %zu workspace(s) serving for the next agent to re-adopt", why, n);
         else
             log_info("%s: exiting", why);
-        exit_when_idle(a);
+        agent_exit_when_idle(a);
         return;
     }
     log_info("%s: stopping every workspace", why);

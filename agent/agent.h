@@ -31,6 +31,7 @@
 
 #include <systemd/sd-event.h>
 
+#include "agent-record-saver.h"
 #include "api.h"
 #include "capacity.h"
 #include "cgroup.h"
@@ -85,6 +86,8 @@ typedef struct Agent {
     AgentOptions options;
     Engine *engine;              /* layout, record, the root's lock, and the
                                     cached observation (engine->observation) */
+    RecordSaver *saver;          /* writes engine->record, off the loop */
+    RecordSaverWaiter *exit_wait; /* agent_exit_when_idle: saves land first */
     uint64_t generation;         /* layouts applied since start (1 = first) */
     char *last_reload_error;     /* NULL when the last reload succeeded */
     usec_t last_reload_at;
@@ -159,6 +162,9 @@ int agent_reload(Agent *a, ApiOperation *op, char **ret_error);
  * or left serving for the next agent to re-adopt. */
 void agent_stop(Agent *a, bool stop_workspaces, const char *why);
 void agent_update_status(Agent *a);
+/* The loop ends once no volume job runs and the record is saved (the
+ * answers waiting on that go out first). */
+void agent_exit_when_idle(Agent *a);
 /* The layout and the record, for short. */
 static inline const Layout *agent_layout(const Agent *a) {
     return a->engine->layout;
@@ -166,8 +172,19 @@ static inline const Layout *agent_layout(const Agent *a) {
 static inline StateRecord *agent_record(const Agent *a) {
     return a->engine->record;
 }
-/* Saves the record; a failure is logged (the change stays in memory). */
+/* Queues the record for writing on the saver thread (agent-record-
+ * saver.h): the change is durable soon after, not when this returns. A
+ * failure is logged (the change stays in memory and goes out with the
+ * next save). */
 void agent_persist(Agent *a);
+/* done(error, userdata) from the loop once every change made so far is
+ * durable (error <0: saving it failed). *ret (may be NULL): the handle to
+ * cancel it with record_saver_waiter_cancel() before it ran. */
+int agent_when_saved(Agent *a, RecordSaverDone done, void *userdata, RecordSaverWaiter **ret);
+/* Ends op with status and result (taken) once every change made so far
+ * is durable: an answer promises what it says is on disk. When saving
+ * failed, op fails with a 500 that says so instead. */
+void agent_operation_succeed_saved(Agent *a, ApiOperation *op, unsigned status, json_object *result);
 
 /* agent-jobs.c */
 typedef void (*VolumeJobDone)(Agent *a, int error, const char *message, ApplyResult *result, json_object *extra,

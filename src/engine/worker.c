@@ -13,6 +13,7 @@ struct Worker {
     void *userdata;
     char *op;
     bool got_result;
+    bool save_pending;           /* a save is not answered yet */
     int error;
     char *message;
     ApplyResult *result;
@@ -40,6 +41,18 @@ static int jint(json_object *o, const char *k) {
     return json_object_object_get_ex(o, k, &v) ? json_object_get_int(v) : 0;
 }
 
+static void answer_save(Worker *w, int error) {
+    json_object *ack = json_object_new_object();
+    if (!ack) {
+        child_kill(w->child, SIGKILL);
+        return;
+    }
+    json_object_object_add(ack, "type", json_object_new_string("saved"));
+    json_object_object_add(ack, "error", json_object_new_int(error < 0 ? error : 0));
+    send_json(w, ack);
+    json_object_put(ack);
+}
+
 static void on_save(Worker *w, json_object *msg) {
     const char *name = jstr(msg, "name");
     json_object *v = NULL;
@@ -54,15 +67,18 @@ static void on_save(Worker *w, json_object *msg) {
             r = w->cb.on_save ? w->cb.on_save(w, name, TAKE_PTR(rec), w->userdata) : -EOPNOTSUPP;
     }
     volume_record_free(rec);
-    json_object *ack = json_object_new_object();
-    if (!ack) {
-        child_kill(w->child, SIGKILL);
+    if (r == WORKER_SAVE_PENDING) {
+        w->save_pending = true; /* worker_answer_save() answers */
         return;
     }
-    json_object_object_add(ack, "type", json_object_new_string("saved"));
-    json_object_object_add(ack, "error", json_object_new_int(r < 0 ? r : 0));
-    send_json(w, ack);
-    json_object_put(ack);
+    answer_save(w, r);
+}
+
+void worker_answer_save(Worker *w, int error) {
+    if (!w || !w->save_pending)
+        return;
+    w->save_pending = false;
+    answer_save(w, error);
 }
 
 static void on_progress(Worker *w, json_object *msg) {

@@ -53,11 +53,16 @@
 
 typedef struct Worker Worker;
 
+/* on_save's "answered later" (a positive value, never an error). */
+#define WORKER_SAVE_PENDING 1
+
 typedef struct WorkerCallbacks {
     /* The worker changed the record entry of volume `name`: v is the new
      * entry (the callee takes it), NULL when removed. The worker waits for
      * the answer: return <0 when the change could not be made durable. */
     int (*on_save)(Worker *w, const char *name, VolumeRecord *v, void *userdata);
+    /* on_save may instead return WORKER_SAVE_PENDING and answer later,
+     * with worker_answer_save(), once the change is durable. */
     /* A step began (done = false) or ended. May be NULL. */
     void (*on_progress)(Worker *w, const char *volume, const ApplyStepResult *step, bool done, void *userdata);
     /* A sample of a long-running op (WORKER_OP_WATCH); borrowed. May be NULL. */
@@ -85,6 +90,12 @@ int worker_start(sd_event *e, const char *exe, const WorkerRequest *req, const W
                  Worker **ret);
 
 pid_t worker_pid(const Worker *w);
+
+/* The answer to a save that on_save left pending (WORKER_SAVE_PENDING):
+ * error 0 when the change is durable, <0 when not (the worker fails its
+ * step). A no-op when no save is pending (the worker died meanwhile, or
+ * w is NULL). */
+void worker_answer_save(Worker *w, int error);
 const char *worker_op(const Worker *w);
 /* Frees the worker; one still running is killed and reaped (its on_done
  * does not run). Accepts NULL; returns NULL. */

@@ -190,6 +190,8 @@ int place_state_candidates(PlaceContext *c, PlaceCandidate **ret, size_t *ret_n)
 }
 
 int place_save(PlaceContext *c) {
+    if (c->save)
+        return c->save(c->save_userdata, c->record);
     if (!c->record_path)
         return 0;
     return state_record_save(c->record, c->record_path);

@@ -66,6 +66,10 @@ typedef struct PlaceContext {
     const Layout *layout;
     StateRecord *record;
     const char *record_path;       /* where to save; NULL: do not save */
+    /* Set: saves go here instead (the agent's saver thread: queued, made
+     * durable before the agent answers). Returns 0 or -errno. */
+    int (*save)(void *userdata, StateRecord *record);
+    void *save_userdata;
     PlaceCarveFunc carve;          /* NULL: carving is refused */
     void *carve_userdata;
     PlaceObserveFunc observe;      /* NULL: place_volume_observe_default */

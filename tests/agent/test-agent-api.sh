@@ -160,6 +160,44 @@ cp "$L.good" "$L"
 api POST /v1/reload >/dev/null; assert_eq 200 "$(st)" "POST /v1/reload with the good layout"
 assert_eq None "$(jget "$(api GET /v1/status)" "d['last_reload_error']")" "reload error cleared"
 
+# --- the record: written off the loop, durable before an answer ---------
+rec=$WORK/root/layoutd-state.json
+in_record() { "$PY" -c 'import json,sys; d=json.load(open(sys.argv[1])); sys.exit(0 if [w for w in d["workspaces"] if w["id"]==sys.argv[2] and w["active"]] else 1)' "$rec" "$1"; }
+known() { "$PY" -c 'import json,sys; d=json.load(open(sys.argv[1])); sys.exit(0 if [w for w in d["workspaces"] if w["id"]==sys.argv[2]] else 1)' "$rec" "$1"; }
+# A destroy deletes only once "inactive" is on disk; when it answers,
+# the record no longer knows the workspace and its data is gone.
+for w in ws-22 ws-23; do
+    sd=$(jget "$(api GET /v1/workspaces/$w)" "d['state_dir']")
+    api DELETE "/v1/workspaces/$w?destroy_data=true" >/dev/null; assert_eq 200 "$(st)" "destroy $w"
+    known $w && fail "$w destroyed but still in the record file"
+    [ ! -e "$sd" ] || fail "$w destroyed but $sd is still there"
+done
+out=$(api POST /v1/workspaces '{"id":"ws-30"}'); assert_eq 201 "$(st)" "create ws-30 ($out)"
+in_record ws-30 || fail "ws-30 was answered 201 but is not in the record file"
+# The record cannot be written (an immutable root directory): the create
+# runs, but its answer says that it is not durable, and so do status and
+# metrics, until a later save lands.
+[ -n "$WORK" ] && [ -f "$rec" ] || exit 1 # never chattr anything but this test's root
+chattr +i "$WORK/root"
+on_cleanup "chattr -i '$WORK/root' 2>/dev/null || true"
+e=$(api POST /v1/workspaces '{"id":"ws-31"}'); assert_eq 500 "$(st)" "create with an unwritable record ($e)"
+assert_eq record_unsaved "$(jget "$e" "d['error']['code']")" "error code"
+jget "$(api GET /v1/status)" "[p['code'] for p in d['problems']]" | grep -q record-unsaved ||
+    fail "no record-unsaved problem: $(api GET /v1/status)"
+metric_unsaved() { api GET /metrics | has "^layoutd_record_unsaved $1"; }
+wait_for 5 metric_unsaved 1 || fail "layoutd_record_unsaved is not 1"
+in_record ws-31 && fail "ws-31 is in the record although it could not be written"
+chattr -i "$WORK/root"
+api DELETE /v1/workspaces/ws-31 >/dev/null; assert_eq 200 "$(st)" "delete ws-31 once the record is writable"
+saved_again() { ! jget "$(api GET /v1/status)" "[p['code'] for p in d['problems']]" | grep -q record-unsaved; }
+wait_for 10 saved_again || fail "record-unsaved stays after a good save"
+wait_for 5 metric_unsaved 0 || fail "layoutd_record_unsaved is not 0 again"
+grep -q 'The record .* is saved again' "$AGENT_LOG" || fail "recovery not logged"
+api DELETE /v1/workspaces/ws-30 >/dev/null; assert_eq 200 "$(st)" "delete ws-30"
+gone2() { [ "$(jget "$(api GET /v1/workspaces)" "len(d['workspaces'])")" = 21 ]; }
+wait_for 30 gone2 || fail "ws-30 and ws-31 not removed"
+api GET /metrics | has '^layoutd_record_writes_total [1-9]' || fail "no record writes counted"
+
 # --- stop: no FUSE mount, no daemon left ---------------------------------
 stop_agent
 grep -q 'STOPPING=1' "$NOTIFY_LOG" || fail "no STOPPING=1"
