@@ -261,29 +261,54 @@ static void start_job(Agent *a, VolumeJob *j) {
               (int) worker_pid(j->worker));
 }
 
-static void schedule(Agent *a) {
-    /* In order: a queued job starts when it conflicts with no job before
-     * it, running or queued. on_done may reshape the list, so restart the
-     * scan after every start. */
-    bool again = true;
-    while (again) {
-        again = false;
-        for (VolumeJob *j = a->jobs; j; j = j->next) {
-            if (j->worker || j->failed)
-                continue;
-            bool blocked = false;
-            for (VolumeJob *k = a->jobs; k != j; k = k->next)
-                if (conflicts(j, k)) {
-                    blocked = true;
-                    break;
-                }
-            if (blocked)
-                continue;
-            start_job(a, j);
-            again = true;
-            break;
-        }
+/* The first queued job that conflicts with no job before it, running or
+ * queued (so jobs on one volume run in the order they came). */
+static VolumeJob *next_startable(Agent *a) {
+    for (VolumeJob *j = a->jobs; j; j = j->next) {
+        if (j->worker || j->failed)
+            continue;
+        bool blocked = false;
+        for (VolumeJob *k = a->jobs; k != j; k = k->next)
+            if (conflicts(j, k)) {
+                blocked = true;
+                break;
+            }
+        if (!blocked)
+            return j;
     }
+    return NULL;
+}
+
+/* One start per loop iteration: a start (the request with the layout and
+ * the record, a fork) takes milliseconds, and eight creates that each
+ * carve arrive in one burst; started in one go they held every API
+ * answer for tens of milliseconds. Between two starts the API's sources,
+ * of higher priority, are served. */
+static int on_jobs_start(sd_event_source *source, void *userdata) {
+    Agent *a = userdata;
+    VolumeJob *j = next_startable(a);
+    if (j)
+        start_job(a, j);
+    if (!next_startable(a))
+        (void) sd_event_source_set_enabled(source, SD_EVENT_OFF);
+    return 0;
+}
+
+static void schedule(Agent *a) {
+    if (!next_startable(a))
+        return;
+    if (!a->jobs_start) {
+        int r = sd_event_add_defer(a->event, &a->jobs_start, on_jobs_start, a);
+        if (r < 0) {
+            /* Cannot defer: start them here, as before. */
+            log_warning_errno(r, "Cannot defer job starts, starting them at once: %m");
+            for (VolumeJob *j; (j = next_startable(a));)
+                start_job(a, j);
+            return;
+        }
+        (void) sd_event_source_set_description(a->jobs_start, "jobs-start");
+    }
+    (void) sd_event_source_set_enabled(a->jobs_start, SD_EVENT_ON);
 }
 
 int agent_job_submit(Agent *a, const char *op, json_object *args, const char *volume, ApiOperation *operation,
@@ -322,6 +347,7 @@ int agent_job_submit_full(Agent *a, const char *op, json_object *args, const cha
 }
 
 void agent_jobs_abandon(Agent *a) {
+    a->jobs_start = sd_event_source_disable_unref(a->jobs_start);
     while (a->jobs) {
         VolumeJob *j = a->jobs;
         a->jobs = j->next;

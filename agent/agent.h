@@ -109,6 +109,7 @@ typedef struct Agent {
 
     /* Volume jobs (agent-jobs.c): running, then queued, in order. */
     VolumeJob *jobs;
+    sd_event_source *jobs_start; /* starts the next startable job, one per iteration */
 
     /* The observation refresh (agent-volumes.c). */
     Worker *observer;

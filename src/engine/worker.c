@@ -153,19 +153,17 @@ static void on_exit_cb(Child *c, int status, const char *stderr_text, void *user
 
 int worker_start(sd_event *e, const char *exe, const WorkerRequest *req, const WorkerCallbacks *cb, void *userdata,
                  Worker **ret) {
-    _cleanup_free_ char *yaml = NULL, *record = NULL;
+    _cleanup_free_ char *yaml = NULL;
     int r;
     if (!e || !exe || !req || !req->op || !req->layout || !req->record || !ret)
         return -EINVAL;
     r = layout_to_yaml_string(req->layout, &yaml);
     if (r < 0)
         return r;
-    r = state_record_to_json_string(req->record, &record);
+    json_object *rec = NULL;
+    r = state_record_to_json(req->record, &rec);
     if (r < 0)
         return r;
-    json_object *rec = json_tokener_parse(record);
-    if (!rec)
-        return -ENOMEM;
     json_object *msg = json_object_new_object();
     if (!msg) {
         json_object_put(rec);

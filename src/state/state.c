@@ -328,7 +328,7 @@ static int workspace_to_json(const WorkspaceRecord *w, json_object **ret) {
     return 0;
 }
 
-int state_record_to_json_string(const StateRecord *s, char **ret) {
+int state_record_to_json(const StateRecord *s, json_object **ret) {
     if (!s || !ret)
         return -EINVAL;
     _cleanup_json_ json_object *root = json_object_new_object();
@@ -361,6 +361,17 @@ int state_record_to_json_string(const StateRecord *s, char **ret) {
         add(root, "generation", json_object_new_uint64(s->generation)) < 0 ||
         add(root, "volumes", TAKE_PTR(vols)) < 0 || add(root, "workspaces", TAKE_PTR(wss)) < 0)
         return -ENOMEM;
+    *ret = TAKE_PTR(root);
+    return 0;
+}
+
+int state_record_to_json_string(const StateRecord *s, char **ret) {
+    if (!s || !ret)
+        return -EINVAL;
+    _cleanup_json_ json_object *root = NULL;
+    int r = state_record_to_json(s, &root);
+    if (r < 0)
+        return r;
     const char *text = json_object_to_json_string_ext(root, JSON_C_TO_STRING_PRETTY |
                                                                 JSON_C_TO_STRING_SPACED |
                                                                 JSON_C_TO_STRING_NOSLASHESCAPE);

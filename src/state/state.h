@@ -93,6 +93,10 @@ int state_record_snapshot(StateRecord *s, char **ret_text, size_t *ret_len);
 
 /* Serialises to/from JSON text (used by load/save and by tests). */
 int state_record_to_json_string(const StateRecord *s, char **ret);
+/* The same as a JSON tree (the caller owns it): for embedding it in a
+ * message without printing and parsing it once more. */
+struct json_object;
+int state_record_to_json(const StateRecord *s, struct json_object **ret);
 int state_record_from_json_string(const char *text, StateRecord **ret);
 
 StateRecord *state_record_free(StateRecord *s);
