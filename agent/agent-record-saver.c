@@ -26,6 +26,8 @@ struct RecordSaver {
     bool thread_started;
     int efd;                     /* the thread -> the loop: a write ended */
     sd_event_source *source;
+    sd_event_source *snap;       /* takes the snapshot of dirty, once per iteration */
+    StateRecord *dirty;          /* submitted, not yet snapshotted (borrowed) */
 
     /* Shared with the thread, under lock. */
     pthread_mutex_t lock;
@@ -66,8 +68,10 @@ static void *writer(void *userdata) {
         free(text);
 
         pthread_mutex_lock(&s->lock);
-        s->written_seq = seq;
-        s->written_error = r < 0 ? r : 0;
+        if (seq > s->written_seq) { /* a failed snapshot may have said a newer one's fate */
+            s->written_seq = seq;
+            s->written_error = r < 0 ? r : 0;
+        }
         s->writes++;
         if (r < 0)
             s->failures++;
@@ -90,7 +94,7 @@ static void deliver(RecordSaver *s) {
     uint64_t seq = s->written_seq;
     int error = s->written_error;
     pthread_mutex_unlock(&s->lock);
-    if (seq != s->seen_seq) {
+    if (seq > s->seen_seq) {
         if (error < 0 && s->seen_error >= 0)
             log_error_errno(error, "Failed to save the record %s, the changes are kept in memory and go out "
                                    "with the next save: %m",
@@ -108,6 +112,44 @@ static void deliver(RecordSaver *s) {
         w->done(s->seen_error, w->userdata);
         free(w);
     }
+}
+
+/* The snapshot of everything submitted so far, handed to the thread. */
+static void take_snapshot(RecordSaver *s) {
+    StateRecord *record = TAKE_PTR(s->dirty);
+    if (!record)
+        return;
+    char *text;
+    size_t len;
+    int r = state_record_snapshot(record, &text, &len);
+    pthread_mutex_lock(&s->lock);
+    if (r < 0) {
+        /* As a write that failed: the waiters learn it, the next submit
+         * tries again. */
+        s->written_seq = s->submitted_seq;
+        s->written_error = r;
+        s->failures++;
+    } else {
+        if (s->pending) {
+            free(s->pending); /* the newer snapshot holds its changes */
+            s->coalesced++;
+        }
+        s->pending = text;
+        s->pending_len = len;
+        s->pending_seq = s->submitted_seq;
+        pthread_cond_signal(&s->wake);
+    }
+    pthread_mutex_unlock(&s->lock);
+    if (r < 0) {
+        uint64_t one = 1;
+        (void) !write(s->efd, &one, sizeof one);
+    }
+}
+
+static int on_snapshot(sd_event_source *source, void *userdata) {
+    (void) source;
+    take_snapshot(userdata);
+    return 0;
 }
 
 static int on_written(sd_event_source *source, int fd, uint32_t revents, void *userdata) {
@@ -143,6 +185,16 @@ int record_saver_new(sd_event *e, const char *path, RecordSaver **ret) {
     /* Before the API's sources: a worker or a client waits on this. */
     (void) sd_event_source_set_priority(s->source, SD_EVENT_PRIORITY_NORMAL - 10);
     (void) sd_event_source_set_description(s->source, "record-saver");
+    /* The snapshot is taken in the iteration after a submit, so that the
+     * saves of one iteration (a placed workspace: its intent, then active,
+     * then its daemon's pid) cost one serialisation of the record, not
+     * three. As urgent as the API: it is not starved by a busy client. */
+    r = sd_event_add_defer(e, &s->snap, on_snapshot, s);
+    if (r < 0)
+        goto fail;
+    (void) sd_event_source_set_enabled(s->snap, SD_EVENT_OFF);
+    (void) sd_event_source_set_priority(s->snap, SD_EVENT_PRIORITY_NORMAL - 10);
+    (void) sd_event_source_set_description(s->snap, "record-snapshot");
 
     /* The thread takes no signal: the loop reads them from a signalfd,
      * which needs them blocked everywhere. */
@@ -165,6 +217,7 @@ RecordSaver *record_saver_free(RecordSaver *s) {
     if (!s)
         return NULL;
     if (s->thread_started) {
+        take_snapshot(s); /* submitted in the last iteration */
         pthread_mutex_lock(&s->lock);
         s->stop = true;
         pthread_cond_signal(&s->wake);
@@ -177,6 +230,7 @@ RecordSaver *record_saver_free(RecordSaver *s) {
         s->waiters = w->next;
         free(w);
     }
+    sd_event_source_disable_unref(s->snap);
     sd_event_source_disable_unref(s->source);
     safe_close(s->efd);
     free(s->pending);
@@ -189,22 +243,11 @@ RecordSaver *record_saver_free(RecordSaver *s) {
 }
 
 int record_saver_submit(RecordSaver *s, StateRecord *record) {
-    char *text;
-    size_t len;
-    int r = state_record_snapshot(record, &text, &len);
-    if (r < 0)
-        return r;
-    pthread_mutex_lock(&s->lock);
-    if (s->pending) {
-        free(s->pending); /* the newer snapshot holds its changes */
-        s->coalesced++;
-    }
-    s->pending = text;
-    s->pending_len = len;
-    s->pending_seq = ++s->submitted_seq;
-    pthread_cond_signal(&s->wake);
-    pthread_mutex_unlock(&s->lock);
-    return 0;
+    if (!s || !record)
+        return -EINVAL;
+    s->dirty = record;
+    s->submitted_seq++;
+    return sd_event_source_set_enabled(s->snap, SD_EVENT_ONESHOT);
 }
 
 int record_saver_wait(RecordSaver *s, RecordSaverDone done, void *userdata, RecordSaverWaiter **ret) {

@@ -18,6 +18,9 @@
  * change of the older). An older snapshot can therefore never land after
  * a newer one.
  *
+ * The snapshot itself is taken in the loop iteration after the submit:
+ * the saves of one iteration cost one serialisation of the record.
+ *
  * Durability is asked for with record_saver_wait(): the callback runs on
  * the loop once everything submitted before the call is on disk (or a
  * write covering it failed). Whoever must not go on before a change is
@@ -44,13 +47,16 @@ typedef void (*RecordSaverDone)(int error, void *userdata);
 int record_saver_new(sd_event *e, const char *path, RecordSaver **ret);
 
 /* Writes what is still pending (blocking), stops the thread, and frees.
- * Waiters still queued are freed without their callback: their owners
+ * A submit not yet snapshotted is taken first (its record must still be
+ * alive). Waiters still queued are freed without their callback: their owners
  * must cancel them first (or have let the loop deliver them). */
 RecordSaver *record_saver_free(RecordSaver *s);
 
-/* Takes a snapshot of record now (bumping record->generation, as
- * state_record_save does) and queues it for writing. Returns 0, or
- * -ENOMEM when the snapshot could not be made (nothing is queued). */
+/* Queues record for writing: its snapshot (bumping record->generation,
+ * as state_record_save does) is taken in the next loop iteration, or by
+ * record_saver_free(), and holds every change made until then. record is
+ * borrowed: it must live until then. A snapshot that cannot be made
+ * fails its waiters as a write would. Returns 0 or -errno. */
 int record_saver_submit(RecordSaver *s, StateRecord *record);
 
 /* Calls done from the loop once everything submitted so far is durable;

@@ -80,13 +80,15 @@ static void add_workspace(StateRecord *s, unsigned i) {
     assert_int_equal(state_record_add_workspace(s, &w, &kept), 0);
 }
 
-/* Many snapshots in a burst: the last one lands, nothing older after it,
- * and every snapshot is either written or replaced by a newer one. */
+/* Many snapshots in a burst (one per loop iteration): the last one
+ * lands, nothing older after it, and every snapshot is either written or
+ * replaced by a newer one. */
 static void test_burst_lands_newest(void **state) {
     Fixture *f = *state;
     for (unsigned i = 0; i < 200; i++) {
         add_workspace(f->record, i);
         assert_int_equal(record_saver_submit(f->saver, f->record), 0);
+        assert_true(sd_event_run(f->event, 0) >= 0); /* the snapshot */
     }
     assert_int_equal(f->record->generation, 200);
     Done d = {};
@@ -104,6 +106,28 @@ static void test_burst_lands_newest(void **state) {
     assert_int_equal(st.writes + st.coalesced, 200);
     assert_int_equal(st.failures, 0);
     assert_true(st.writes >= 1);
+}
+
+/* The saves of one loop iteration make one snapshot, holding them all. */
+static void test_one_snapshot_per_iteration(void **state) {
+    Fixture *f = *state;
+    for (unsigned i = 0; i < 10; i++) {
+        add_workspace(f->record, i);
+        assert_int_equal(record_saver_submit(f->saver, f->record), 0);
+    }
+    assert_false(record_saver_idle(f->saver));
+    Done d = {};
+    assert_int_equal(record_saver_wait(f->saver, on_done, &d, NULL), 0);
+    run_until(f, &d);
+    assert_int_equal(d.error, 0);
+    assert_int_equal(f->record->generation, 1);
+    StateRecord *r = NULL;
+    assert_int_equal(state_record_load(f->path, &r), 0);
+    assert_int_equal(r->n_workspaces, 10);
+    state_record_free(r);
+    RecordSaverStats st;
+    record_saver_stats(f->saver, &st);
+    assert_int_equal(st.writes, 1);
 }
 
 /* A wait when everything is durable already still answers from the loop,
@@ -169,12 +193,17 @@ static void test_free_writes_pending(void **state) {
         assert_int_equal(record_saver_submit(f->saver, f->record), 0);
     }
     f->saver = record_saver_free(f->saver);
-    assert_int_equal(file_generation(f->path), 20);
+    assert_int_equal(file_generation(f->path), 1); /* one iteration, one snapshot */
+    StateRecord *r = NULL;
+    assert_int_equal(state_record_load(f->path, &r), 0);
+    assert_int_equal(r->n_workspaces, 20);
+    state_record_free(r);
 }
 
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test_setup_teardown(test_burst_lands_newest, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_one_snapshot_per_iteration, setup, teardown),
         cmocka_unit_test_setup_teardown(test_wait_when_idle, setup, teardown),
         cmocka_unit_test_setup_teardown(test_failure_then_recovery, setup, teardown),
         cmocka_unit_test_setup_teardown(test_cancel, setup, teardown),
