@@ -92,6 +92,8 @@ static void unlink_job(Agent *a, VolumeJob *j) {
 static void on_saved(int error, void *userdata) {
     VolumeJob *j = userdata;
     j->save_wait = NULL;
+    if (error == -ECANCELED)
+        return; /* the saver is being freed (the job is, too) */
     if (error < 0)
         log_error_errno(error, "volume %s: the record %s could not be saved for the %s worker: %m",
                         j->volume ?: "-", j->agent->engine->record_path, j->op);

@@ -9,8 +9,7 @@
  * fsync takes 3-24 ms (a journal commit behind the carves' writes), and
  * a loop iteration may save several times: every API request waited
  * behind them. Here the loop only serialises the record (a consistent
- * snapshot, taken where the record is changed) and hands the text to one
- * thread, which writes it.
+ * snapshot) and hands the text to one thread, which writes it.
  *
  * Order: one thread writes the snapshots in the order they were
  * submitted, and a snapshot still waiting when a newer one comes is
@@ -18,8 +17,13 @@
  * change of the older). An older snapshot can therefore never land after
  * a newer one.
  *
- * The snapshot itself is taken in the loop iteration after the submit:
- * the saves of one iteration cost one serialisation of the record.
+ * The snapshot is taken in a later dispatch of the loop than the submit
+ * (a defer source): the saves of one callback cost one serialisation of
+ * the record.
+ *
+ * A failed write keeps the changes in memory; the record is submitted
+ * again after 1 s, doubling up to 30 s, until a write lands. At free, a
+ * failed last write is tried once more, synchronously, and logged.
  *
  * Durability is asked for with record_saver_wait(): the callback runs on
  * the loop once everything submitted before the call is on disk (or a
@@ -38,8 +42,9 @@ typedef struct RecordSaver RecordSaver;
 typedef struct RecordSaverWaiter RecordSaverWaiter;
 
 /* error: 0 when the changes waited for are durable, <0 (-errno of the
- * write) when they are not (they stay in memory and go out with the next
- * submit). The waiter is freed after the call returns. */
+ * write) when they are not (they stay in memory and are saved again),
+ * -ECANCELED from record_saver_free(): no answer is coming, free what
+ * is held and do nothing else. The waiter is freed after the call. */
 typedef void (*RecordSaverDone)(int error, void *userdata);
 
 /* Starts the writer thread for the record file at path, and its
@@ -47,9 +52,9 @@ typedef void (*RecordSaverDone)(int error, void *userdata);
 int record_saver_new(sd_event *e, const char *path, RecordSaver **ret);
 
 /* Writes what is still pending (blocking), stops the thread, and frees.
- * A submit not yet snapshotted is taken first (its record must still be
- * alive). Waiters still queued are freed without their callback: their owners
- * must cancel them first (or have let the loop deliver them). */
+ * A submit not yet snapshotted is taken first, and a failed last write
+ * is tried once more (the last record submitted must still be alive).
+ * Waiters still queued are called with -ECANCELED. */
 RecordSaver *record_saver_free(RecordSaver *s);
 
 /* Queues record for writing: its snapshot (bumping record->generation,
@@ -69,7 +74,7 @@ int record_saver_wait(RecordSaver *s, RecordSaverDone done, void *userdata, Reco
 void record_saver_waiter_cancel(RecordSaverWaiter *w);
 
 /* true when every submitted snapshot has been written (or failed), as
- * the loop last learned it. */
+ * the loop last learned it, and no waiter is left to be called. */
 bool record_saver_idle(const RecordSaver *s);
 
 /* The error of the last write (0: it succeeded); the loop's view. */

@@ -666,6 +666,10 @@ static void on_data_destroyed(Agent *a, int error, const char *message, ApplyRes
 static void destroy_when_saved(int error, void *userdata) {
     RemoveJob *j = userdata;
     Agent *a = j->agent;
+    if (error == -ECANCELED) { /* the agent is going away: nothing is deleted */
+        remove_job_free(j);
+        return;
+    }
     if (error < 0) {
         _cleanup_free_ char *m = NULL;
         if (asprintf(&m, "the record could not be saved (%s), so the data in %s/%s is kept", strerror(-error),

@@ -105,7 +105,9 @@ typedef struct SavedAnswer {
 
 static void answer_saved(int error, void *userdata) {
     SavedAnswer *s = userdata;
-    if (error < 0) {
+    if (error == -ECANCELED) /* the agent is going away */
+        json_object_put(s->result);
+    else if (error < 0) {
         ApiError e = {};
         api_error_set(&e, error, 500, "record_unsaved",
                       "done, but the state record could not be saved: %s; the change is kept in memory and "
@@ -343,9 +345,10 @@ static void on_started(Agent *a, int error, const char *message, ApplyResult *re
 
 static void exit_when_saved(int error, void *userdata) {
     Agent *a = userdata;
-    (void) error; /* logged by the saver */
     a->exit_wait = NULL;
-    agent_exit_when_idle(a);
+    if (error == -ECANCELED)
+        return; /* the saver is being freed */
+    agent_exit_when_idle(a); /* a failed write is logged by the saver */
 }
 
 void agent_exit_when_idle(Agent *a) {

@@ -64,7 +64,7 @@ typedef struct WorkspaceRecord {
 
 typedef struct StateRecord {
     unsigned version;      /* STATE_RECORD_VERSION */
-    uint64_t generation;   /* +1 on every save */
+    uint64_t generation;   /* +1 on every snapshot written (the agent coalesces, so it may skip) */
     VolumeRecord **volumes;
     size_t n_volumes;
     WorkspaceRecord **workspaces;

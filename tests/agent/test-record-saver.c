@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 /* Unit tests for the agent's record writer thread (agent/agent-record-saver.c),
- * on real files: order, coalescing, waiting, failure, cancel, free. */
+ * on real files: order, coalescing, durability as seen from the callback,
+ * waiting from a callback, failure and retry, cancel, free. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -130,6 +131,109 @@ static void test_one_snapshot_per_iteration(void **state) {
     assert_int_equal(st.writes, 1);
 }
 
+/* "Durable" means on disk: the callback finds the change in the file,
+ * also when it was submitted while an older write was still going. */
+typedef struct Check {
+    const char *path;
+    size_t want;
+    int calls;
+    int error;
+    size_t found;
+} Check;
+
+static void on_check(int error, void *userdata) {
+    Check *c = userdata;
+    c->calls++;
+    c->error = error;
+    StateRecord *r = NULL;
+    if (state_record_load(c->path, &r) == 0)
+        c->found = r->n_workspaces;
+    state_record_free(r);
+}
+
+static void test_durable_in_the_callback(void **state) {
+    Fixture *f = *state;
+    for (unsigned round = 0; round < 20; round++) {
+        add_workspace(f->record, 2 * round);
+        assert_int_equal(record_saver_submit(f->saver, f->record), 0);
+        assert_true(sd_event_run(f->event, 0) >= 0); /* that snapshot goes to the thread */
+        add_workspace(f->record, 2 * round + 1);
+        assert_int_equal(record_saver_submit(f->saver, f->record), 0);
+        Check c = { .path = f->path, .want = 2 * round + 2 };
+        assert_int_equal(record_saver_wait(f->saver, on_check, &c, NULL), 0);
+        for (int i = 0; i < 1000 && !c.calls; i++)
+            assert_true(sd_event_run(f->event, 10 * USEC_PER_MSEC) >= 0);
+        assert_int_equal(c.calls, 1);
+        assert_int_equal(c.error, 0);
+        assert_int_equal(c.found, c.want);
+    }
+}
+
+/* A callback may submit and wait again: the second wait is answered
+ * after its own write, from a later dispatch. */
+typedef struct Chain {
+    Fixture *f;
+    Done second;
+    int first_calls;
+} Chain;
+
+static void on_first(int error, void *userdata) {
+    Chain *c = userdata;
+    assert_int_equal(error, 0);
+    c->first_calls++;
+    add_workspace(c->f->record, 99);
+    assert_int_equal(record_saver_submit(c->f->saver, c->f->record), 0);
+    assert_int_equal(record_saver_wait(c->f->saver, on_done, &c->second, NULL), 0);
+    assert_int_equal(c->second.calls, 0);
+}
+
+static void test_wait_from_a_callback(void **state) {
+    Fixture *f = *state;
+    Chain c = { .f = f };
+    assert_int_equal(record_saver_submit(f->saver, f->record), 0);
+    assert_int_equal(record_saver_wait(f->saver, on_first, &c, NULL), 0);
+    run_until(f, &c.second);
+    assert_int_equal(c.first_calls, 1);
+    assert_int_equal(c.second.error, 0);
+    assert_int_equal(file_generation(f->path), 2);
+}
+
+/* A failed write is tried again on its own (after 1 s): fixing the disk
+ * is enough, no other change is needed. */
+static void test_retry_after_failure(void **state) {
+    Fixture *f = *state;
+    char sub[192];
+    snprintf(sub, sizeof sub, "%s/later/state.json", f->dir);
+    RecordSaver *s = NULL;
+    assert_int_equal(record_saver_new(f->event, sub, &s), 0);
+    assert_int_equal(record_saver_submit(s, f->record), 0);
+    Done d = {};
+    assert_int_equal(record_saver_wait(s, on_done, &d, NULL), 0);
+    run_until(f, &d);
+    assert_int_equal(d.error, -ENOENT);
+    snprintf(sub, sizeof sub, "%s/later", f->dir);
+    assert_int_equal(mkdir(sub, 0700), 0);
+    for (int i = 0; i < 500 && record_saver_last_error(s) < 0; i++)
+        assert_true(sd_event_run(f->event, 10 * USEC_PER_MSEC) >= 0);
+    assert_int_equal(record_saver_last_error(s), 0);
+    assert_true(record_saver_idle(s));
+    record_saver_free(s);
+}
+
+/* Freeing with a waiter queued: the write still lands, and the waiter
+ * hears -ECANCELED (no answer is coming). */
+static void test_free_cancels_waiters(void **state) {
+    Fixture *f = *state;
+    add_workspace(f->record, 1);
+    assert_int_equal(record_saver_submit(f->saver, f->record), 0);
+    Done d = {};
+    assert_int_equal(record_saver_wait(f->saver, on_done, &d, NULL), 0);
+    f->saver = record_saver_free(f->saver);
+    assert_int_equal(d.calls, 1);
+    assert_int_equal(d.error, -ECANCELED);
+    assert_int_equal(file_generation(f->path), 1);
+}
+
 /* A wait when everything is durable already still answers from the loop,
  * never from inside the call. */
 static void test_wait_when_idle(void **state) {
@@ -170,7 +274,8 @@ static void test_failure_then_recovery(void **state) {
     record_saver_free(s);
 }
 
-/* A cancelled waiter is never called; the others still are. */
+/* A cancelled waiter is never called; the others still are. Cancelling
+ * the last one and waiting again keeps the queue whole. */
 static void test_cancel(void **state) {
     Fixture *f = *state;
     assert_int_equal(record_saver_submit(f->saver, f->record), 0);
@@ -179,7 +284,14 @@ static void test_cancel(void **state) {
     assert_int_equal(record_saver_wait(f->saver, on_done, &a, &wa), 0);
     assert_int_equal(record_saver_wait(f->saver, on_done, &b, NULL), 0);
     record_saver_waiter_cancel(wa);
+    RecordSaverWaiter *wc = NULL;
+    Done c = {}, e = {};
+    assert_int_equal(record_saver_wait(f->saver, on_done, &c, &wc), 0);
+    record_saver_waiter_cancel(wc); /* the tail */
+    assert_int_equal(record_saver_wait(f->saver, on_done, &e, NULL), 0);
     run_until(f, &b);
+    run_until(f, &e);
+    assert_int_equal(c.calls, 0);
     for (int i = 0; i < 5; i++)
         (void) sd_event_run(f->event, 10 * USEC_PER_MSEC);
     assert_int_equal(a.calls, 0);
@@ -204,6 +316,10 @@ int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test_setup_teardown(test_burst_lands_newest, setup, teardown),
         cmocka_unit_test_setup_teardown(test_one_snapshot_per_iteration, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_durable_in_the_callback, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_wait_from_a_callback, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_retry_after_failure, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_free_cancels_waiters, setup, teardown),
         cmocka_unit_test_setup_teardown(test_wait_when_idle, setup, teardown),
         cmocka_unit_test_setup_teardown(test_failure_then_recovery, setup, teardown),
         cmocka_unit_test_setup_teardown(test_cancel, setup, teardown),
