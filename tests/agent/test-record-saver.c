@@ -198,21 +198,34 @@ static void test_wait_from_a_callback(void **state) {
     assert_int_equal(file_generation(f->path), 2);
 }
 
-/* A failed write is tried again on its own (after 1 s): fixing the disk
- * is enough, no other change is needed. */
-static void test_retry_after_failure(void **state) {
-    Fixture *f = *state;
-    char sub[192];
-    snprintf(sub, sizeof sub, "%s/later/state.json", f->dir);
+/* A saver whose record lives in f->dir/NAME, which does not exist yet:
+ * its first write fails with ENOENT (checked). mkdir f->dir/NAME fixes it. */
+static RecordSaver *failing_saver(Fixture *f, const char *name) {
+    char path[192];
+    snprintf(path, sizeof path, "%s/%s/state.json", f->dir, name);
     RecordSaver *s = NULL;
-    assert_int_equal(record_saver_new(f->event, sub, &s), 0);
+    assert_int_equal(record_saver_new(f->event, path, &s), 0);
     assert_int_equal(record_saver_submit(s, f->record), 0);
     Done d = {};
     assert_int_equal(record_saver_wait(s, on_done, &d, NULL), 0);
     run_until(f, &d);
     assert_int_equal(d.error, -ENOENT);
-    snprintf(sub, sizeof sub, "%s/later", f->dir);
-    assert_int_equal(mkdir(sub, 0700), 0);
+    assert_int_equal(record_saver_last_error(s), -ENOENT);
+    return s;
+}
+
+static void make_subdir(Fixture *f, const char *name) {
+    char path[192];
+    snprintf(path, sizeof path, "%s/%s", f->dir, name);
+    assert_int_equal(mkdir(path, 0700), 0);
+}
+
+/* A failed write is tried again on its own (after 1 s): fixing the disk
+ * is enough, no other change is needed. */
+static void test_retry_after_failure(void **state) {
+    Fixture *f = *state;
+    RecordSaver *s = failing_saver(f, "later");
+    make_subdir(f, "later");
     for (int i = 0; i < 500 && record_saver_last_error(s) < 0; i++)
         assert_true(sd_event_run(f->event, 10 * USEC_PER_MSEC) >= 0);
     assert_int_equal(record_saver_last_error(s), 0);
@@ -249,19 +262,8 @@ static void test_wait_when_idle(void **state) {
  * clears it. */
 static void test_failure_then_recovery(void **state) {
     Fixture *f = *state;
-    char sub[192];
-    snprintf(sub, sizeof sub, "%s/missing/state.json", f->dir);
-    RecordSaver *s = NULL;
-    assert_int_equal(record_saver_new(f->event, sub, &s), 0);
-    assert_int_equal(record_saver_submit(s, f->record), 0);
-    Done d = {};
-    assert_int_equal(record_saver_wait(s, on_done, &d, NULL), 0);
-    run_until(f, &d);
-    assert_int_equal(d.error, -ENOENT);
-    assert_int_equal(record_saver_last_error(s), -ENOENT);
-
-    snprintf(sub, sizeof sub, "%s/missing", f->dir);
-    assert_int_equal(mkdir(sub, 0700), 0);
+    RecordSaver *s = failing_saver(f, "missing");
+    make_subdir(f, "missing");
     assert_int_equal(record_saver_submit(s, f->record), 0);
     Done d2 = {};
     assert_int_equal(record_saver_wait(s, on_done, &d2, NULL), 0);
