@@ -9,6 +9,7 @@
 #include <unistd.h>
 
 #include "agent-record-saver.h"
+#include "log-messages.h"
 #include "log.h"
 #include "util.h"
 
@@ -136,9 +137,10 @@ static void deliver(RecordSaver *s) {
     pthread_mutex_unlock(&s->lock);
     if (seq > s->seen_seq) {
         if (error < 0 && s->seen_error >= 0)
-            log_error_errno(error, "Failed to save the record %s, the changes are kept in memory and saved "
-                                   "again shortly: %m",
-                            s->path);
+            log_context(LOG_ERR, -error, &(const LogContext) { .message_id = LAYOUTD_MESSAGE_RECORD_UNSAVED },
+                        "Failed to save the record %s, the changes are kept in memory and saved again "
+                        "shortly: %m",
+                        s->path);
         else if (error >= 0 && s->seen_error < 0)
             log_notice("The record %s is saved again", s->path);
         s->seen_seq = seq;

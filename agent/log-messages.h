@@ -17,5 +17,7 @@
 #define LAYOUTD_MESSAGE_RELOAD_REFUSED "fe7ea5016b2e46ab901613e57f5d2835"
 /* A volume grew online. */
 #define LAYOUTD_MESSAGE_VOLUME_GROWN "3305b7022543406fba9daa7870db75d5"
+/* The state record could not be written (changes in memory only). */
+#define LAYOUTD_MESSAGE_RECORD_UNSAVED "e7f8afe30b8d320f0c3a3ed30658c1fa"
 /* The content pool's sweep failed. */
 #define LAYOUTD_MESSAGE_GC_FAILED "f01d8b6106b2463181009c7baa36a2fd"
