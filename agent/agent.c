@@ -15,6 +15,7 @@
 #include <systemd/sd-daemon.h>
 
 #include "agent.h"
+#include "child.h"
 #include "log.h"
 #include "place-workspaces.h"
 #include "util.h"
@@ -81,6 +82,9 @@ Agent *agent_free(Agent *a) {
     free(a->last_reload_error);
     free(a->last_status);
     free(a->socket_path);
+    /* Children killed on the way out (a sweep, a job) that the loop did
+     * not get to reap: their exit sources hold the loop. */
+    child_orphans_free();
     sd_event_unref(a->event);
     free(a);
     return NULL;

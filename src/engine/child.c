@@ -37,7 +37,31 @@ struct Child {
     bool close_input;
     char *errbuf;
     size_t err_len;
+    unsigned busy;               /* calls into the owner's callbacks now */
+    bool freed;                  /* the owner let go of it */
+    bool orphaned;               /* freed while running: on `orphans` */
+    Child *orphan_next;
 };
+
+/* Children freed while they still ran: killed, and kept (nothing but
+ * their exit source matters then) until the loop reaps them, or until
+ * child_orphans_free(). Their owner is gone, so this list is the only
+ * thing that knows them. Everything here runs on the loop's thread. */
+static Child *orphans;
+
+static void child_release(Child *c);
+
+/* Calls the owner, who may free c from inside (child_free then only
+ * marks it). Returns: false when it did; the caller stops touching c's
+ * owner-facing state and releases it once back at the top. */
+static bool call_line(Child *c, const char *line) {
+    if (!c->cb.on_line)
+        return true;
+    c->busy++;
+    c->cb.on_line(c, line, c->userdata);
+    c->busy--;
+    return !c->freed;
+}
 
 static void deliver_lines(Child *c) {
     size_t start = 0;
@@ -45,9 +69,10 @@ static void deliver_lines(Child *c) {
         if (c->in[i] != '\n')
             continue;
         c->in[i] = 0;
-        if (c->cb.on_line)
-            c->cb.on_line(c, c->in + start, c->userdata);
+        bool go_on = call_line(c, c->in + start);
         start = i + 1;
+        if (!go_on)
+            break;
     }
     memmove(c->in, c->in + start, c->in_len - start);
     c->in_len -= start;
@@ -73,6 +98,8 @@ static bool read_sock(Child *c) {
         if (n > 0) {
             c->in_len += (size_t) n;
             deliver_lines(c);
+            if (c->freed)
+                return false;
             continue;
         }
         if (n < 0 && (errno == EAGAIN || errno == EINTR))
@@ -135,6 +162,8 @@ static int on_sock(sd_event_source *s, int fd, uint32_t revents, void *userdata)
     if (revents & (EPOLLIN | EPOLLHUP | EPOLLRDHUP | EPOLLERR))
         if (read_sock(c))
             c->sock_source = sd_event_source_disable_unref(c->sock_source);
+    if (c->freed)
+        child_release(c);
     return 0;
 }
 
@@ -150,24 +179,39 @@ static int on_child_exit(sd_event_source *s, const siginfo_t *si, void *userdata
     Child *c = userdata;
     c->exited = true;
     c->status = si->si_code == CLD_EXITED ? si->si_status : -si->si_status;
+    /* Reaped by sd-event. Our own source may be freed from its callback:
+     * sd-event keeps it until the dispatch returns. */
+    c->exit_source = sd_event_source_disable_unref(c->exit_source);
+    if (c->freed) { /* an orphan: nobody waits for what it said */
+        child_release(c);
+        return 0;
+    }
     /* Everything it wrote before exiting is in the socket and the pipe. */
     (void) read_sock(c);
-    if (c->in_len > 0 && c->cb.on_line) {
+    if (!c->freed && c->in_len > 0) {
         /* A last line without its newline. */
         char *t = realloc(c->in, c->in_len + 1);
         if (t) {
             c->in = t;
             c->in[c->in_len] = 0;
             c->in_len = 0;
-            c->cb.on_line(c, c->in, c->userdata);
+            (void) call_line(c, c->in);
         }
+    }
+    if (c->freed) {
+        child_release(c);
+        return 0;
     }
     read_err(c);
     c->sock_source = sd_event_source_disable_unref(c->sock_source);
     c->err_source = sd_event_source_disable_unref(c->err_source);
-    c->exit_source = sd_event_source_disable_unref(c->exit_source);
-    if (c->cb.on_exit)
+    if (c->cb.on_exit) {
+        c->busy++;
         c->cb.on_exit(c, c->status, c->errbuf ?: "", c->userdata);
+        c->busy--;
+    }
+    if (c->freed)
+        child_release(c);
     return 0;
 }
 
@@ -279,30 +323,21 @@ void child_kill(Child *c, int sig) {
         (void) kill(c->pid, sig);
 }
 
-static int reap_orphan(sd_event_source *s, const siginfo_t *si, void *userdata) {
-    (void) si;
-    (void) userdata;
-    /* sd-event reaped it; the floating source is ours again, to free. */
-    (void) sd_event_source_set_floating(s, 0);
-    sd_event_source_disable_unref(s);
-    return 0;
+static void orphan_unlink(Child *c) {
+    if (!c->orphaned)
+        return;
+    for (Child **p = &orphans; *p; p = &(*p)->orphan_next)
+        if (*p == c) {
+            *p = c->orphan_next;
+            return;
+        }
 }
 
-Child *child_free(Child *c) {
-    if (!c)
-        return NULL;
+static void child_destroy(Child *c) {
+    orphan_unlink(c);
     c->exit_source = sd_event_source_disable_unref(c->exit_source);
-    if (child_running(c)) {
-        /* Killed, and reaped by a floating source of the loop later:
-         * waiting here would freeze the loop for as long as a child in D
-         * state (I/O on a failing disk) takes to die. If even that source
-         * cannot be made, the zombie is reaped at our exit. */
-        child_kill(c, SIGKILL);
-        if (waitpid(c->pid, NULL, WNOHANG) == 0)
-            (void) sd_event_add_child(c->event, NULL, c->pid, WEXITED, reap_orphan, NULL);
-    }
-    sd_event_source_disable_unref(c->sock_source);
-    sd_event_source_disable_unref(c->err_source);
+    c->sock_source = sd_event_source_disable_unref(c->sock_source);
+    c->err_source = sd_event_source_disable_unref(c->err_source);
     safe_close(c->sock);
     safe_close(c->err);
     free(c->in);
@@ -310,5 +345,62 @@ Child *child_free(Child *c) {
     free(c->errbuf);
     sd_event_unref(c->event);
     free(c);
+}
+
+/* The owner let go of c (c->freed) and no callback of it runs now. */
+static void child_release(Child *c) {
+    if (child_running(c) && c->exit_source) {
+        /* Killed, and reaped later by its own exit source: waiting here
+         * would freeze the loop for as long as a child in D state (I/O on
+         * a failing disk) takes to die. Until then it calls no one back.
+         * (A floating reaper source freed from its own callback once
+         * aborted the agent: sd_event_source_set_floating(s, 0) dropped
+         * the last reference, and the unref after it touched a
+         * disconnected source.) */
+        if (c->orphaned)
+            return;
+        c->sock_source = sd_event_source_disable_unref(c->sock_source);
+        c->err_source = sd_event_source_disable_unref(c->err_source);
+        c->sock = safe_close(c->sock);
+        c->err = safe_close(c->err);
+        c->in = mfree(c->in);
+        c->out = mfree(c->out);
+        c->errbuf = mfree(c->errbuf);
+        c->in_len = c->in_size = c->out_len = c->out_off = c->err_len = 0;
+        c->orphaned = true;
+        c->orphan_next = orphans;
+        orphans = c;
+        return;
+    }
+    /* Exited (or no source left to reap it: then init does, at our exit). */
+    child_destroy(c);
+}
+
+Child *child_free(Child *c) {
+    if (!c)
+        return NULL;
+    child_kill(c, SIGKILL);
+    c->freed = true;
+    c->cb = (ChildCallbacks) {};
+    c->userdata = NULL;
+    /* From inside one of its callbacks: released once it returns. */
+    if (c->busy == 0)
+        child_release(c);
     return NULL;
+}
+
+size_t child_orphans_count(void) {
+    size_t n = 0;
+    for (Child *c = orphans; c; c = c->orphan_next)
+        n++;
+    return n;
+}
+
+void child_orphans_free(void) {
+    while (orphans) {
+        Child *c = orphans;
+        /* Killed already: reap it if it is gone, else init will. */
+        (void) waitpid(c->pid, NULL, WNOHANG);
+        child_destroy(c);
+    }
 }

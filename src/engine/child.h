@@ -52,7 +52,15 @@ bool child_running(const Child *c);
 /* Signals the child (if still running). */
 void child_kill(Child *c, int sig);
 
-/* Frees the child: one still running is killed (SIGKILL) and reaped.
- * Accepts NULL; returns NULL. */
+/* Frees the child: one still running is killed (SIGKILL) and reaped by
+ * the loop later, without waiting here (it calls nothing back after
+ * this). Safe from inside the child's own callbacks. Accepts NULL;
+ * returns NULL. */
 Child *child_free(Child *c);
 DEFINE_TRIVIAL_CLEANUP_FUNC(Child *, child_free)
+
+/* Children freed while running and not reaped yet. */
+size_t child_orphans_count(void);
+/* At exit, after the loop's last iteration: frees what is left of them
+ * (each was killed; a zombie left is init's). */
+void child_orphans_free(void);
