@@ -2,7 +2,7 @@
 /* layoutctl apply: carries out the plan; every step says changed / unchanged. */
 #include "layoutctl-engine.h"
 
-static int run(Engine *e, const EngineVerbOptions *o, Plan **ret_plan, ApplyResult **ret_result) {
+static int run(Engine *e, EngineVerbOptions *o, Plan **ret_plan, ApplyResult **ret_result) {
     return engine_apply(e, NULL, ret_result);
 }
 

@@ -22,7 +22,7 @@ static void verb_usage(const EngineVerb *v, FILE *f) {
 }
 
 int engine_verb_main(const EngineVerb *v, int argc, char **argv, const LayoutctlGlobals *g) {
-    enum { OPT_JSON = 0x100, OPT_LAYOUT, OPT_ROOT, OPT_DESTROY, OPT_LAZY, OPT_FORGET };
+    enum { OPT_JSON = 0x100, OPT_LAYOUT, OPT_ROOT, OPT_DESTROY, OPT_LAZY, OPT_FORGET, OPT_REMOVE_WS, OPT_DRY_RUN };
     static const struct option all[] = {
         { "layout", required_argument, NULL, OPT_LAYOUT },
         { "root", required_argument, NULL, OPT_ROOT },
@@ -31,16 +31,20 @@ int engine_verb_main(const EngineVerb *v, int argc, char **argv, const Layoutctl
         { "destroy-data", no_argument, NULL, OPT_DESTROY },
         { "lazy", no_argument, NULL, OPT_LAZY },
         { "forget-missing", no_argument, NULL, OPT_FORGET },
+        { "remove-workspaces", no_argument, NULL, OPT_REMOVE_WS },
+        { "dry-run", no_argument, NULL, OPT_DRY_RUN },
         {},
     };
     /* The common four, then only the flags this verb takes. */
     struct option options[ELEMENTSOF(all)] = {};
     size_t n = 0;
     for (size_t i = 0; all[i].name; i++) {
-        unsigned need = all[i].val == OPT_DESTROY  ? ENGINE_VERB_DESTROY_DATA
-                        : all[i].val == OPT_LAZY   ? ENGINE_VERB_LAZY
-                        : all[i].val == OPT_FORGET ? ENGINE_VERB_FORGET_MISSING
-                                                   : 0;
+        unsigned need = all[i].val == OPT_DESTROY     ? ENGINE_VERB_DESTROY_DATA
+                        : all[i].val == OPT_LAZY      ? ENGINE_VERB_LAZY
+                        : all[i].val == OPT_FORGET    ? ENGINE_VERB_FORGET_MISSING
+                        : all[i].val == OPT_REMOVE_WS ? ENGINE_VERB_REMOVE_WORKSPACES
+                        : all[i].val == OPT_DRY_RUN   ? ENGINE_VERB_DRY_RUN
+                                                      : 0;
         if (!need || (v->flags & need))
             options[n++] = all[i];
     }
@@ -66,6 +70,12 @@ int engine_verb_main(const EngineVerb *v, int argc, char **argv, const Layoutctl
         case OPT_FORGET:
             o.forget_missing = true;
             break;
+        case OPT_REMOVE_WS:
+            o.remove_workspaces = true;
+            break;
+        case OPT_DRY_RUN:
+            o.dry_run = true;
+            break;
         case 'h':
             verb_usage(v, stdout);
             return LAYOUTCTL_EXIT_OK;
@@ -77,12 +87,20 @@ int engine_verb_main(const EngineVerb *v, int argc, char **argv, const Layoutctl
         verb_usage(v, stderr);
         return LAYOUTCTL_EXIT_USAGE;
     }
+    if (o.remove_workspaces && !o.destroy_data) {
+        fprintf(stderr, "layoutctl %s: --remove-workspaces destroys the workspaces' data: it needs --destroy-data\n",
+                v->name);
+        return LAYOUTCTL_EXIT_USAGE;
+    }
     if (o.root && o.root[0] != '/') {
         fprintf(stderr, "layoutctl: bad --root %s (it must be absolute)\n", o.root);
         return LAYOUTCTL_EXIT_USAGE;
     }
 
-    EngineOptions eo = { .layout_path = o.layout, .root = o.root, .lock = v->changes, .create_root = v->changes };
+    /* A dry run changes nothing, but it takes the lock all the same: what
+     * it prints must be what a run would do, not what an agent is
+     * changing meanwhile. */
+    EngineOptions eo = { .layout_path = o.layout, .root = o.root, .lock = v->changes, .create_root = v->changes && !o.dry_run };
     _cleanup_(engine_freep) Engine *e = NULL;
     _cleanup_free_ char *error = NULL;
     int r = engine_open(&eo, &e, &error);
@@ -103,5 +121,7 @@ int engine_verb_main(const EngineVerb *v, int argc, char **argv, const Layoutctl
         return LAYOUTCTL_EXIT_FAILURE;
     }
     printf("%s%s", text ?: "", o.json ? "\n" : "");
+    if (o.refused)
+        return LAYOUTCTL_EXIT_FAILURE;
     return !res || apply_result_ok(res) ? LAYOUTCTL_EXIT_OK : LAYOUTCTL_EXIT_FAILURE;
 }

@@ -16,6 +16,8 @@ typedef enum EngineVerbFlag {
     ENGINE_VERB_DESTROY_DATA = 1u << 0,  /* --destroy-data */
     ENGINE_VERB_LAZY = 1u << 1,          /* --lazy */
     ENGINE_VERB_FORGET_MISSING = 1u << 2, /* --forget-missing */
+    ENGINE_VERB_REMOVE_WORKSPACES = 1u << 3, /* --remove-workspaces */
+    ENGINE_VERB_DRY_RUN = 1u << 4,       /* --dry-run */
 } EngineVerbFlag;
 
 typedef struct EngineVerbOptions {
@@ -25,6 +27,9 @@ typedef struct EngineVerbOptions {
     bool destroy_data;
     bool lazy;
     bool forget_missing;
+    bool remove_workspaces;
+    bool dry_run;
+    bool refused;               /* set by run: a printed plan refuses (exit 1) */
 } EngineVerbOptions;
 
 typedef struct EngineVerb {
@@ -36,7 +41,7 @@ typedef struct EngineVerb {
     unsigned flags;             /* EngineVerbFlag: which flags it takes */
     bool changes;               /* takes the root's lock and may create the root */
     /* The action: either a plan (printed as a plan) or a result. */
-    int (*run)(Engine *e, const EngineVerbOptions *o, Plan **ret_plan, ApplyResult **ret_result);
+    int (*run)(Engine *e, EngineVerbOptions *o, Plan **ret_plan, ApplyResult **ret_result);
 } EngineVerb;
 
 /* Parses argv for the verb, opens the engine, runs it, prints the plan or

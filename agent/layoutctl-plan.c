@@ -2,7 +2,7 @@
 /* layoutctl plan: what `apply` would do, and what it would refuse and why. */
 #include "layoutctl-engine.h"
 
-static int run(Engine *e, const EngineVerbOptions *o, Plan **ret_plan, ApplyResult **ret_result) {
+static int run(Engine *e, EngineVerbOptions *o, Plan **ret_plan, ApplyResult **ret_result) {
     return engine_plan(e, ret_plan);
 }
 

@@ -2,7 +2,7 @@
 /* layoutctl repair: resolves the drift cases that have a safe answer. */
 #include "layoutctl-engine.h"
 
-static int run(Engine *e, const EngineVerbOptions *o, Plan **ret_plan, ApplyResult **ret_result) {
+static int run(Engine *e, EngineVerbOptions *o, Plan **ret_plan, ApplyResult **ret_result) {
     RepairOptions r = { .forget_missing = o->forget_missing };
     return engine_repair(e, &r, ret_result);
 }

@@ -82,11 +82,20 @@ static int dir_apply_step(VolumeSetup *s, const PlanStep *p, ApplyStepResult *sr
     }
 }
 
+/* Nothing is mounted or attached: only --destroy-data removes anything,
+ * and the whole tree only when layoutd created the directory. */
+static void dir_plan_teardown(PlanBuilder *b, const PlanSubject *subj, const VolumeRecord *rec,
+                              const VolumeObservation *o, const TeardownOptions *opts) {
+    if (opts->destroy_data)
+        backend_plan_teardown_destroy(b, subj, rec, o, o ? o->mount_path : NULL, rec && rec->created_file);
+}
+
 static void dir_teardown(VolumeSetup *s, const VolumeObservation *o, const TeardownOptions *opts) {
-    /* Nothing is mounted or attached: only destroy_data removes anything,
-     * and the whole tree only when layoutd created the directory. */
+}
+
+static void dir_destroy(VolumeSetup *s, const VolumeObservation *o) {
     VolumeRecord *rec = volume_setup_record(s);
-    (void) backend_teardown_destroy(s, o, opts, rec && rec->created_file);
+    (void) backend_teardown_destroy(s, o, rec && rec->created_file);
 }
 
 const VolumeBackend dir_backend = {
@@ -95,5 +104,7 @@ const VolumeBackend dir_backend = {
     .plan = dir_plan,
     .apply_step = dir_apply_step,
     .rollback = volume_setup_rollback_common,
+    .plan_teardown = dir_plan_teardown,
     .teardown = dir_teardown,
+    .destroy = dir_destroy,
 };

@@ -51,13 +51,20 @@ int backend_grow_storage(VolumeSetup *s, const PlanStep *p, uint64_t *ret_new_si
 int backend_grow_fs(VolumeSetup *s, const PlanStep *p, const char *node, uint64_t new_size, ApplyStepResult *sr);
 
 /* Teardown pieces: unmount (holders named when busy; lazily only when
- * asked), loop detach, and with destroy_data the files layoutd created.
- * Each adds its step to s->result; return <0 when the volume must stay
- * (the failure is in the result). */
+ * asked), loop detach, and (the destroy op) the files layoutd created:
+ * the backing file, and the mount directory (with everything in it when
+ * remove_mount_tree, never crossing into another filesystem). Each adds
+ * its step to s->result; return <0 when the volume must stay (the
+ * failure is in the result). */
 int backend_teardown_unmount(VolumeSetup *s, const char *mount_path, const TeardownOptions *opts);
 int backend_teardown_detach(VolumeSetup *s, const char *node, const char *backing_path);
-int backend_teardown_destroy(VolumeSetup *s, const VolumeObservation *o, const TeardownOptions *opts,
-                             bool remove_mount_tree);
+int backend_teardown_destroy(VolumeSetup *s, const VolumeObservation *o, bool remove_mount_tree);
+
+/* The DELETE steps of a teardown with --destroy-data (pure): the backing
+ * file when layoutd created it (a note that it stays otherwise), and the
+ * mount directory (whole_tree: with everything in it). */
+void backend_plan_teardown_destroy(PlanBuilder *b, const PlanSubject *subj, const VolumeRecord *rec,
+                                   const VolumeObservation *o, const char *dir, bool whole_tree);
 
 /* Observation pieces: the backing file's stat, the loop device attached to
  * it (with bdi and I/O counters), and the probe of node (or the file). */

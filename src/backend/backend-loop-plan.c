@@ -171,3 +171,26 @@ void loop_backend_plan_grow(PlanBuilder *b, const PlanSubject *subj, const Pool 
     }
     backend_plan_grow(b, subj, rec, o, t ? t->fs_type : NULL, new_size);
 }
+
+void loop_backend_plan_teardown(PlanBuilder *b, const PlanSubject *subj, const VolumeRecord *rec,
+                                const VolumeObservation *o, const TeardownOptions *opts) {
+    if (o && o->loop_mounted_elsewhere && !o->mounted_ours) {
+        plan_builder_refuse(b, subj, PLAN_STEP_REFUSE, "mounted-elsewhere", true,
+                            "refuse %s: %s is mounted on %s, which layoutd did not make; unmount it first",
+                            subj->volume, o->loop.node, o->loop_mount.target);
+        return;
+    }
+    if (o && o->mounted_ours) {
+        PlanStep *st = plan_builder_emit(b, subj, PLAN_STEP_UNMOUNT, "unmount %s", o->mount_path);
+        if (st)
+            plan_builder_set(b, &st->mount_path, o->mount_path);
+    }
+    if (o && o->attached) {
+        PlanStep *st = plan_builder_emit(b, subj, PLAN_STEP_DETACH, "detach %s from %s", o->backing_path ?: "?",
+                                         o->loop.node);
+        if (st)
+            plan_builder_set(b, &st->path, o->loop.node);
+    }
+    if (opts->destroy_data)
+        backend_plan_teardown_destroy(b, subj, rec, o, o ? o->mount_path : NULL, false);
+}

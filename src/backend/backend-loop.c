@@ -93,9 +93,12 @@ static void loop_teardown(VolumeSetup *s, const VolumeObservation *o, const Tear
     }
     if (o && o->mounted_ours && backend_teardown_unmount(s, o->mount_path, opts) < 0)
         return;
-    if (o && o->attached && backend_teardown_detach(s, o->loop.node, o->backing_path) < 0)
-        return;
-    (void) backend_teardown_destroy(s, o, opts, false);
+    if (o && o->attached)
+        (void) backend_teardown_detach(s, o->loop.node, o->backing_path);
+}
+
+static void loop_destroy(VolumeSetup *s, const VolumeObservation *o) {
+    (void) backend_teardown_destroy(s, o, false);
 }
 
 const VolumeBackend loop_ext4_backend = {
@@ -105,7 +108,9 @@ const VolumeBackend loop_ext4_backend = {
     .plan_grow = loop_backend_plan_grow,
     .apply_step = loop_apply_step,
     .rollback = loop_rollback,
+    .plan_teardown = loop_backend_plan_teardown,
     .teardown = loop_teardown,
+    .destroy = loop_destroy,
 };
 
 const VolumeBackend loop_xfs_backend = {
@@ -115,5 +120,7 @@ const VolumeBackend loop_xfs_backend = {
     .plan_grow = loop_backend_plan_grow,
     .apply_step = loop_apply_step,
     .rollback = loop_rollback,
+    .plan_teardown = loop_backend_plan_teardown,
     .teardown = loop_teardown,
+    .destroy = loop_destroy,
 };

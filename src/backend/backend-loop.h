@@ -9,4 +9,6 @@ void loop_backend_plan(PlanBuilder *b, const PlanSubject *subj, const Pool *p, c
                        const VolumeObservation *o);
 void loop_backend_plan_grow(PlanBuilder *b, const PlanSubject *subj, const Pool *p, const VolumeRecord *rec,
                             const VolumeObservation *o, uint64_t new_size);
+void loop_backend_plan_teardown(PlanBuilder *b, const PlanSubject *subj, const VolumeRecord *rec,
+                                const VolumeObservation *o, const TeardownOptions *opts);
 extern const VolumeBackend loop_ext4_backend, loop_xfs_backend;

@@ -177,3 +177,20 @@ void backend_plan_limits(PlanBuilder *b, const PlanSubject *subj, const Pool *p,
     plan_builder_emit(b, subj, PLAN_STEP_SET_LIMITS, "set writeback limits of %s:%s%s%s", o->name, ratio, bytes,
                       strict);
 }
+
+void backend_plan_teardown_destroy(PlanBuilder *b, const PlanSubject *subj, const VolumeRecord *rec,
+                                   const VolumeObservation *o, const char *dir, bool whole_tree) {
+    if (rec && rec->backing_path && rec->created_file) {
+        PlanStep *st = plan_builder_emit(b, subj, PLAN_STEP_DELETE, "delete %s", rec->backing_path);
+        if (st)
+            plan_builder_set(b, &st->path, rec->backing_path);
+    } else if (rec && rec->backing_path)
+        plan_builder_refuse(b, subj, PLAN_STEP_REFUSE, "not-created", false,
+                            "keep %s: layoutd did not create it", rec->backing_path);
+    if (dir) {
+        PlanStep *st = plan_builder_emit(b, subj, PLAN_STEP_DELETE, whole_tree ? "remove %s and everything in it"
+                                                                                : "remove %s", dir);
+        if (st)
+            plan_builder_set(b, &st->path, dir);
+    }
+}

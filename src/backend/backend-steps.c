@@ -549,7 +549,7 @@ int backend_teardown_unmount(VolumeSetup *s, const char *mount_path, const Teard
     _cleanup_free_ char *desc = NULL;
     if (asprintf(&desc, "unmount %s", mount_path) < 0)
         return -ENOMEM;
-    ApplyStepResult *sr = apply_volume_result_add_step(s->result, PLAN_STEP_MOUNT, desc);
+    ApplyStepResult *sr = apply_volume_result_add_step(s->result, PLAN_STEP_UNMOUNT, desc);
     if (!sr)
         return -ENOMEM;
     _cleanup_strv_free_ char **holders = NULL;
@@ -612,18 +612,17 @@ static int remove_tree(const char *path) {
     return r < 0 ? negative_errno() : 0;
 }
 
-int backend_teardown_destroy(VolumeSetup *s, const VolumeObservation *o, const TeardownOptions *opts,
-                             bool remove_mount_tree) {
+int backend_teardown_destroy(VolumeSetup *s, const VolumeObservation *o, bool remove_mount_tree) {
     VolumeRecord *rec = volume_setup_record(s);
     _cleanup_free_ char *desc = NULL;
     ApplyStepResult *sr;
     int r;
-    if (!rec || !opts->destroy_data)
+    if (!rec)
         return 0;
     if (rec->backing_path && rec->created_file) {
         if (asprintf(&desc, "delete %s", rec->backing_path) < 0)
             return -ENOMEM;
-        sr = apply_volume_result_add_step(s->result, PLAN_STEP_CREATE_FILE, desc);
+        sr = apply_volume_result_add_step(s->result, PLAN_STEP_DELETE, desc);
         if (!sr)
             return -ENOMEM;
         if (unlink(rec->backing_path) < 0 && errno != ENOENT) {
@@ -639,7 +638,7 @@ int backend_teardown_destroy(VolumeSetup *s, const VolumeObservation *o, const T
         desc = mfree(desc);
         if (asprintf(&desc, "remove %s", o->mount_path) < 0)
             return -ENOMEM;
-        sr = apply_volume_result_add_step(s->result, PLAN_STEP_CREATE_DIR, desc);
+        sr = apply_volume_result_add_step(s->result, PLAN_STEP_DELETE, desc);
         if (!sr)
             return -ENOMEM;
         if (remove_mount_tree)

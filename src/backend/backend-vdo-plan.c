@@ -302,3 +302,32 @@ void vdo_backend_plan_grow(PlanBuilder *b, const PlanSubject *subj, const Pool *
     uint64_t logical = p->vdo.logical_size;
     plan_vdo_grow(&vp, new_size, logical);
 }
+
+void vdo_backend_plan_teardown(PlanBuilder *b, const PlanSubject *subj, const VolumeRecord *rec,
+                               const VolumeObservation *o, const TeardownOptions *opts) {
+    if (o && o->loop_mounted_elsewhere && !o->mounted_ours) {
+        plan_builder_refuse(b, subj, PLAN_STEP_REFUSE, "mounted-elsewhere", true,
+                            "refuse %s: %s is mounted on %s, which layoutd did not make; unmount it first",
+                            subj->volume, o->dm_node ?: "its dm device", o->loop_mount.target);
+        return;
+    }
+    if (o && o->mounted && !o->mounted_ours) {
+        plan_builder_refuse(b, subj, PLAN_STEP_REFUSE, "mount-path-busy", true,
+                            "refuse %s: %s is a mount point of another device, not /dev/mapper/%s: left as is",
+                            subj->volume, o->mount_path, o->dm_name ?: "?");
+        return;
+    }
+    if (o && o->mounted_ours) {
+        PlanStep *st = plan_builder_emit(b, subj, PLAN_STEP_UNMOUNT, "unmount %s", o->mount_path);
+        if (st)
+            plan_builder_set(b, &st->mount_path, o->mount_path);
+    }
+    /* vdo_volume_down() removes the target and detaches the loop in one
+     * step, and is a no-op for what is gone already. */
+    PlanStep *st = plan_builder_emit(b, subj, PLAN_STEP_DM_REMOVE, "remove dm-vdo layoutd-%s, detach %s",
+                                     subj->volume, rec && rec->backing_path ? rec->backing_path : "-");
+    if (st && rec)
+        plan_builder_set(b, &st->path, rec->backing_path);
+    if (opts->destroy_data)
+        backend_plan_teardown_destroy(b, subj, rec, o, o ? o->mount_path : NULL, false);
+}

@@ -290,7 +290,7 @@ static void vdo_teardown(VolumeSetup *s, const VolumeObservation *o, const Teard
     const char *backing = rec ? rec->backing_path : NULL;
     if (asprintf(&desc, "remove dm-vdo layoutd-%s, detach %s", s->name, backing ?: "-") < 0)
         return;
-    ApplyStepResult *sr = apply_volume_result_add_step(s->result, PLAN_STEP_DM_CREATE, desc);
+    ApplyStepResult *sr = apply_volume_result_add_step(s->result, PLAN_STEP_DM_REMOVE, desc);
     if (!sr)
         return;
     int r = vdo_volume_down(s->name, backing, &err);
@@ -301,7 +301,10 @@ static void vdo_teardown(VolumeSetup *s, const VolumeObservation *o, const Teard
         return;
     }
     sr->changed = o && (o->dm_up || o->attached);
-    (void) backend_teardown_destroy(s, o, opts, false);
+}
+
+static void vdo_destroy(VolumeSetup *s, const VolumeObservation *o) {
+    (void) backend_teardown_destroy(s, o, false);
 }
 
 static const char *vdo_problem(const VdoStats *s) {
@@ -417,7 +420,9 @@ const VolumeBackend vdo_xfs_backend = {
     .plan_grow = vdo_backend_plan_grow,
     .apply_step = vdo_apply_step,
     .rollback = vdo_rollback,
+    .plan_teardown = vdo_backend_plan_teardown,
     .teardown = vdo_teardown,
+    .destroy = vdo_destroy,
     .to_json = vdo_to_json,
     .metrics = vdo_metrics,
 };

@@ -9,4 +9,6 @@ void vdo_backend_plan(PlanBuilder *b, const PlanSubject *subj, const Pool *p, co
                       const VolumeObservation *o);
 void vdo_backend_plan_grow(PlanBuilder *b, const PlanSubject *subj, const Pool *p, const VolumeRecord *rec,
                            const VolumeObservation *o, uint64_t new_size);
+void vdo_backend_plan_teardown(PlanBuilder *b, const PlanSubject *subj, const VolumeRecord *rec,
+                               const VolumeObservation *o, const TeardownOptions *opts);
 extern const VolumeBackend vdo_xfs_backend;

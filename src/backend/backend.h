@@ -30,6 +30,7 @@
 typedef struct TeardownOptions {
     bool destroy_data;       /* also delete backing files, mount dirs, the record */
     bool lazy;               /* MNT_DETACH when the unmount stays busy */
+    bool remove_workspaces;  /* with destroy_data: active workspaces go too */
 } TeardownOptions;
 
 typedef struct VolumeBackend {
@@ -61,10 +62,24 @@ typedef struct VolumeBackend {
     /* Undoes what this run made for the volume (s->undo_*). */
     void (*rollback)(VolumeSetup *s);
 
+    /* Pure: what a teardown does to this recorded volume: the steps that
+     * take it out of service (UNMOUNT, DM_REMOVE, DETACH) and, with
+     * opts->destroy_data, the DELETE steps; or a blocking REFUSE when it
+     * must be left alone (its device mounted where layoutd did not mount
+     * it). o may be NULL (not observed). */
+    void (*plan_teardown)(PlanBuilder *b, const PlanSubject *subj, const VolumeRecord *rec,
+                          const VolumeObservation *o, const TeardownOptions *opts);
+
     /* Takes a recorded volume out of service: unmount, dm remove, loop
-     * detach; with destroy_data also deletes what layoutd created. Steps
-     * and failures go to s->result. o may be NULL (not observed). */
+     * detach. Deletes nothing (a teardown destroys only once every volume
+     * is out of service). Steps and failures go to s->result. o may be
+     * NULL (not observed). */
     void (*teardown)(VolumeSetup *s, const VolumeObservation *o, const TeardownOptions *opts);
+
+    /* --destroy-data, once every volume of the teardown is out of service:
+     * deletes what layoutd created for the volume (its backing file, its
+     * directory). Steps and failures go to s->result. */
+    void (*destroy)(VolumeSetup *s, const VolumeObservation *o);
 
     /* Adds the backend's own fields to a volume's API object (the "vdo"
      * object, say); may downgrade "health". NULL: nothing to add. */

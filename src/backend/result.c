@@ -33,6 +33,11 @@ bool apply_result_ok(const ApplyResult *r) {
     for (size_t i = 0; r && i < r->n_volumes; i++)
         if (r->volumes[i].outcome == APPLY_OUTCOME_FAILED || r->volumes[i].outcome == APPLY_OUTCOME_REFUSED)
             return false;
+    /* A step that failed on a volume left in service (a grow). */
+    for (size_t i = 0; r && i < r->n_volumes; i++)
+        for (size_t k = 0; k < r->volumes[i].n_steps; k++)
+            if (r->volumes[i].steps[k].error < 0)
+                return false;
     return true;
 }
 

@@ -55,7 +55,8 @@ ApplyResult *apply_result_free(ApplyResult *r);
 DEFINE_TRIVIAL_CLEANUP_FUNC(ApplyResult *, apply_result_free)
 /* An empty result. Returns 0 or -ENOMEM. */
 int apply_result_new(ApplyResult **ret);
-/* True when no volume FAILED or was REFUSED. */
+/* True when no volume FAILED or was REFUSED, and no step failed (a grow
+ * that failed leaves its volume in service, but is not "ok"). */
 bool apply_result_ok(const ApplyResult *r);
 const ApplyVolumeResult *apply_result_find(const ApplyResult *r, const char *volume);
 

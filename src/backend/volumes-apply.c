@@ -57,6 +57,16 @@ static int apply_volume(const VolumesContext *c, const Plan *plan, size_t from, 
             r = k;
             break;
         }
+        if (k < 0 && p->kind == PLAN_STEP_GROW) {
+            /* The volume serves at the size it has: a grow that fails (an
+             * ext4 resize without CAP_SYS_RESOURCE, a short host) must not
+             * take it out of service again, or a reboot would leave its
+             * workspaces without their volume. Growth itself retries and
+             * reports its failures (agent-capacity.c). */
+            apply_volume_result_note(v, "%s stays in service at its current size: the grow failed: %s", v->volume,
+                                     sr->message ?: strerror(-k));
+            break;
+        }
         if (k < 0) {
             sr->error = k;
             apply_volume_result_fail(v, APPLY_OUTCOME_FAILED, k, "%s: %s", plan_step_kind_to_string(p->kind),

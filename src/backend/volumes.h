@@ -63,10 +63,26 @@ int volumes_plan_grow(const Layout *l, const StateRecord *record, const Observat
 int volumes_apply(const VolumesContext *c, const Plan *plan, const Observation *obs, ApplyResult **ret);
 
 /*
- * Tears down every volume the record lists (never anything else): out of
- * service through the backend, forgotten in the record (saved after each
- * volume). A volume that cannot be torn down stays in the record, the
- * others go on. Volumes with active workspaces are refused.
+ * The teardown of every volume the record lists, planned (pure): per
+ * volume its steps (UNMOUNT, DM_REMOVE, DETACH; with destroy_data DELETE
+ * and FORGET) in the order they run, state volumes first, and blocking
+ * REFUSE entries: active workspaces on a state volume (unless
+ * destroy_data and remove_workspaces), the content pool to be destroyed
+ * while any workspace stays recorded, a device mounted elsewhere. One
+ * blocking refusal means volumes_teardown() changes nothing.
+ * Returns: -ENOMEM, -EINVAL, 0 with *ret.
+ */
+int volumes_plan_teardown(const Layout *l, const StateRecord *record, const Observation *obs,
+                          const TeardownOptions *opts, Plan **ret);
+
+/*
+ * Tears down every volume the record lists (never anything else), all or
+ * nothing: refused as a whole when the plan refuses any volume; then
+ * every volume out of service (a failure stops there, nothing deleted);
+ * then, with destroy_data only, each one's files and record entries (its
+ * workspaces' too), saved after each volume, the content pool last.
+ * Without destroy_data the record keeps everything, so the next apply
+ * attaches the whole set again. Per-volume outcomes are in *ret.
  * Returns: -ENOMEM, -EINVAL, 0 with *ret.
  */
 int volumes_teardown(const VolumesContext *c, const Observation *obs, const TeardownOptions *opts,

@@ -298,6 +298,13 @@ int engine_grow(Engine *e, const char *volume, uint64_t new_size, ApplyResult **
     return 0;
 }
 
+int engine_plan_teardown(Engine *e, const TeardownOptions *opts, Plan **ret) {
+    int r = engine_observe(e);
+    if (r < 0)
+        return r;
+    return volumes_plan_teardown(e->layout, e->record, e->observation, opts, ret);
+}
+
 int engine_teardown(Engine *e, const TeardownOptions *opts, ApplyResult **ret) {
     _cleanup_(apply_result_freep) ApplyResult *res = NULL;
     int r = engine_observe(e);

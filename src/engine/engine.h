@@ -105,8 +105,13 @@ int engine_carve(Engine *e, PoolRole role, unsigned index, ApplyResult **ret, ch
  * the reason in *ret when it cannot). Returns: -ENOENT, -errno, 0. */
 int engine_grow(Engine *e, const char *volume, uint64_t new_size, ApplyResult **ret);
 
-/* Tears down every volume the record lists; the record file goes once it
- * lists nothing. Returns: -errno, 0 with *ret. */
+/* What engine_teardown() would do (observes first): the steps and the
+ * refusals, any of which refuses the whole run. Returns: -errno, 0. */
+int engine_plan_teardown(Engine *e, const TeardownOptions *opts, Plan **ret);
+
+/* Tears down every volume the record lists, all or nothing
+ * (volumes_teardown); the record file goes once it lists nothing.
+ * Returns: -errno, 0 with *ret. */
 int engine_teardown(Engine *e, const TeardownOptions *opts, ApplyResult **ret);
 
 /* Resolves the safe drift cases. Returns: -errno, 0 with *ret. */

@@ -21,6 +21,10 @@ static const char *const plan_step_kind_table[_PLAN_STEP_KIND_MAX] = {
     [PLAN_STEP_MOUNT] = "mount",
     [PLAN_STEP_GROW] = "grow",
     [PLAN_STEP_SET_LIMITS] = "set-limits",
+    [PLAN_STEP_UNMOUNT] = "unmount",
+    [PLAN_STEP_DM_REMOVE] = "dm-remove",
+    [PLAN_STEP_DELETE] = "delete",
+    [PLAN_STEP_FORGET] = "forget",
     [PLAN_STEP_REFUSE] = "refuse",
     [PLAN_STEP_DRIFT] = "drift",
 };
@@ -246,6 +250,10 @@ static char step_symbol(PlanStepKind k) {
     case PLAN_STEP_ADOPT:
         return '~';
     case PLAN_STEP_DETACH:
+    case PLAN_STEP_UNMOUNT:
+    case PLAN_STEP_DM_REMOVE:
+    case PLAN_STEP_DELETE:
+    case PLAN_STEP_FORGET:
         return '-';
     case PLAN_STEP_REFUSE:
         return '!';

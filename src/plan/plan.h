@@ -32,6 +32,12 @@ typedef enum PlanStepKind {
     PLAN_STEP_MOUNT,
     PLAN_STEP_GROW,         /* extend the storage, refresh the device, grow the fs online */
     PLAN_STEP_SET_LIMITS,   /* bdi writeback limits */
+    /* Teardown (volumes_plan_teardown): taking a volume out of service, */
+    PLAN_STEP_UNMOUNT,      /* unmount the volume's filesystem */
+    PLAN_STEP_DM_REMOVE,    /* remove the dm-vdo target, detach its loop */
+    /* and, with --destroy-data only, once every volume is out of service: */
+    PLAN_STEP_DELETE,       /* delete the backing file / the directory layoutd made */
+    PLAN_STEP_FORGET,       /* drop a volume or workspace from the record */
     PLAN_STEP_REFUSE,       /* will not be done (no change) */
     PLAN_STEP_DRIFT,        /* record and reality disagree (no change) */
     _PLAN_STEP_KIND_MAX,
