@@ -176,6 +176,13 @@ static json_object *problems(Agent *a, VolumeHealth *ret_health) {
         else if (st.state == SUPERVISOR_BACKOFF)
             PROBLEM("workspace", st.id, VOLUME_HEALTH_DEGRADED, "backoff",
                     "%s: the FUSE daemon died and is restarted after a backoff", st.id);
+        else if (st.state == SUPERVISOR_BLOCKED) {
+            char why[512];
+            const char *b = agent_workspace_blocker(a, st.id, why, sizeof why);
+            PROBLEM("workspace", st.id, VOLUME_HEALTH_DEGRADED, "blocked",
+                    "%s: not started while %s; it starts by itself once the volume is back in service", st.id,
+                    b ?: "its volumes were out of service");
+        }
     }
     /* The host filesystem under the backing files: sparse files promise
      * more than they hold, and something else may take the rest. */

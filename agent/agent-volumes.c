@@ -96,6 +96,7 @@ void agent_volumes_changed(Agent *a) {
     }
     agent_vdo_observed(a);
     agent_gc_observed(a);
+    agent_workspaces_volumes_changed(a);
     if (a->ready)
         agent_update_status(a);
 }

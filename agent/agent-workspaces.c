@@ -189,8 +189,89 @@ void agent_place_context(Agent *a, PlaceContext *ret) {
 
 /* ---- supervision ----------------------------------------------------------- */
 
+/* Is the volume in service as the record knows it: up (mounted, or the
+ * dir there), not refused, and carrying the identity the record gave it?
+ * NULL when it is; else why not, into buf. */
+static const char *volume_unready(Agent *a, const char *name, char *buf, size_t size) {
+    const VolumeRecord *rec = name ? state_record_find_volume(agent_record(a), name) : NULL;
+    const VolumeObservation *o = name ? agent_volume(a, name) : NULL;
+    const ApplyVolumeResult *res = name ? apply_result_find(a->volume_results, name) : NULL;
+    if (!rec)
+        snprintf(buf, size, "%s is not a volume in the record", name ?: "its volume");
+    else if (res && (res->outcome == APPLY_OUTCOME_REFUSED || res->outcome == APPLY_OUTCOME_FAILED))
+        snprintf(buf, size, "%s is %s: %s", name, apply_outcome_to_string(res->outcome), res->message ?: "?");
+    else if (!o || !volume_observation_is_up(o))
+        snprintf(buf, size, "%s is not in service (not mounted)", name);
+    else if (!rec->identity || !o->identity || strcasecmp(rec->identity, o->identity) != 0)
+        snprintf(buf, size, "%s does not carry its identity (%s/%s): %s", name, o->mount_path,
+                 ".layoutd-volume", o->identity ? "another volume's" : "none yet");
+    else
+        return NULL;
+    return buf;
+}
+
+/* What keeps a workspace's daemon from starting: its state volume, or a
+ * content shard, out of service. NULL when nothing does. A daemon started
+ * anyway would serve the bare directory under an unmounted volume, and
+ * put its large files on the host's root filesystem. */
+static const char *workspace_blocker(Agent *a, const WorkspaceRecord *w, char *buf, size_t size) {
+    const Pool *cp = layout_pool(agent_layout(a), POOL_CONTENT);
+    if (volume_unready(a, w->volume, buf, size))
+        return buf;
+    for (unsigned i = 0; cp && i < (cp->shards ?: 1); i++) {
+        _cleanup_free_ char *name = NULL;
+        if (layout_volume_name(POOL_CONTENT, i, &name) < 0)
+            return NULL;
+        if (volume_unready(a, name, buf, size))
+            return buf;
+    }
+    return NULL;
+}
+
+const char *agent_workspace_blocker(Agent *a, const char *id, char *buf, size_t size) {
+    const WorkspaceRecord *w = state_record_find_workspace(agent_record(a), id);
+    return w && w->active ? workspace_blocker(a, w, buf, size) : NULL;
+}
+
+/* The daemon's environment beyond the layout's: the volumes it may serve,
+ * by identity (examples/wsfs checks them before it mounts). */
+static int identity_environment(Agent *a, const WorkspaceRecord *w, char ***env) {
+    const Layout *l = agent_layout(a);
+    const VolumeRecord *sv = state_record_find_volume(agent_record(a), w->volume);
+    _cleanup_free_ char *path = NULL, *kv = NULL, *uuids = NULL;
+    int r;
+    if (sv && sv->identity) {
+        if ((r = layout_mount_path(l, sv->name, &path)) < 0)
+            return r;
+        if (asprintf(&kv, "LAYOUTD_STATE_VOLUME=%s", path) < 0 || strv_extend(env, kv) < 0)
+            return -ENOMEM;
+        kv = mfree(kv);
+        if (asprintf(&kv, "LAYOUTD_STATE_VOLUME_UUID=%s", sv->identity) < 0 || strv_extend(env, kv) < 0)
+            return -ENOMEM;
+    }
+    const Pool *cp = layout_pool(l, POOL_CONTENT);
+    for (unsigned i = 0; cp && i < (cp->shards ?: 1); i++) {
+        _cleanup_free_ char *name = NULL, *joined = NULL;
+        if ((r = layout_volume_name(POOL_CONTENT, i, &name)) < 0)
+            return r;
+        const VolumeRecord *cv = state_record_find_volume(agent_record(a), name);
+        if (!cv || !cv->identity)
+            return 0; /* not all known: the daemon checks none (the gate holds it back) */
+        if (asprintf(&joined, "%s%s%s", uuids ?: "", uuids ? "," : "", cv->identity) < 0)
+            return -ENOMEM;
+        free(uuids);
+        uuids = TAKE_PTR(joined);
+    }
+    if (uuids) {
+        kv = mfree(kv);
+        if (asprintf(&kv, "LAYOUTD_CONTENT_UUIDS=%s", uuids) < 0 || strv_extend(env, kv) < 0)
+            return -ENOMEM;
+    }
+    return 0;
+}
+
 int agent_workspace_spawn(Agent *a, const WorkspaceRecord *w) {
-    _cleanup_strv_free_ char **content = NULL, **argv = NULL;
+    _cleanup_strv_free_ char **content = NULL, **argv = NULL, **env = NULL;
     const Layout *l = agent_layout(a);
     int r;
 
@@ -213,16 +294,40 @@ int agent_workspace_spawn(Agent *a, const WorkspaceRecord *w) {
 
     WorkspaceSpec spec = {};
     supervisor_spec_from_config(&spec, &l->workspace);
+    if ((r = strv_copy((const char *const *) spec.environment, &env)) < 0 ||
+        (r = identity_environment(a, w, &env)) < 0)
+        return log_error_errno(r, "workspace %s: cannot make the daemon's environment: %m", w->id);
     spec.id = w->id;
     spec.argv = argv;
+    spec.environment = env;
     spec.mountpoint = w->mountpoint;
     spec.shards = (unsigned) strv_length((const char *const *) content);
     r = supervisor_add(a->supervisor, &spec, w->daemon.pid > 0 ? &w->daemon : NULL);
     if (r == -EEXIST)
-        return 0;
+        /* Supervised already: its next start (a restart, a crash, leaving
+         * BLOCKED) runs what the layout says now, not what it said when
+         * the workspace was created. */
+        r = supervisor_update(a->supervisor, &spec);
     if (r < 0)
         return log_error_errno(r, "workspace %s: cannot supervise its daemon: %m", w->id);
     return 0;
+}
+
+void agent_workspaces_volumes_changed(Agent *a) {
+    if (!a->supervisor || a->stopping)
+        return;
+    /* The blocked ones start with what the volumes say now (their
+     * identities, once written). */
+    StateRecord *record = agent_record(a);
+    for (size_t i = 0; i < record->n_workspaces; i++) {
+        const WorkspaceRecord *w = record->workspaces[i];
+        WorkspaceStatus st;
+        if (w->active && supervisor_get_status(a->supervisor, w->id, &st) >= 0 && st.state == SUPERVISOR_BLOCKED)
+            (void) agent_workspace_spawn(a, w);
+    }
+    size_t n = supervisor_unblock(a->supervisor);
+    if (n > 0)
+        log_info("%zu workspace(s) unblocked: their volumes are in service", n);
 }
 
 static void waiter_free(WorkspaceWaiter *w) {
@@ -848,6 +953,9 @@ json_object *agent_workspace_json(Agent *a, const WorkspaceRecord *w) {
             json_object_array_add(delays, json_object_new_double((double) st.delays[i] / USEC_PER_SEC));
         D_ADD("backoff_delays_seconds", delays);
         D_ADD("hangs", json_object_new_int64(st.hangs));
+        char why[512];
+        const char *blocker = st.state == SUPERVISOR_BLOCKED ? agent_workspace_blocker(a, w->id, why, sizeof why) : NULL;
+        D_ADD("blocked_by", blocker ? JSTR(blocker) : NULL);
     } else {
         D_ADD("state", JSTR(w->active ? "unsupervised" : "removed"));
         D_ADD("restarts", json_object_new_int64(w->daemon.restarts));
@@ -895,11 +1003,18 @@ static void on_log(const char *id, int level, const char *line, void *userdata) 
 
 static void on_state_change(const char *id, SupervisorState old_state, SupervisorState new_state, void *userdata) {
     Agent *a = userdata;
-    int level = new_state == SUPERVISOR_FAILED ? LOG_ERR : new_state == SUPERVISOR_BACKOFF ? LOG_WARNING : LOG_INFO;
+    int level = new_state == SUPERVISOR_FAILED                                        ? LOG_ERR
+                : new_state == SUPERVISOR_BACKOFF || new_state == SUPERVISOR_BLOCKED ? LOG_WARNING
+                                                                                    : LOG_INFO;
+    char why[512] = "";
+    const char *blocker = new_state == SUPERVISOR_BLOCKED ? agent_workspace_blocker(a, id, why, sizeof why) : NULL;
     log_workspace(level, id, new_state == SUPERVISOR_FAILED ? LAYOUTD_MESSAGE_CRASH_LOOP : NULL,
-                  "workspace %s: %s -> %s%s", id, supervisor_state_to_string(old_state),
+                  "workspace %s: %s -> %s%s%s", id, supervisor_state_to_string(old_state),
                   supervisor_state_to_string(new_state),
-                  new_state == SUPERVISOR_FAILED ? " (crash loop: `layoutctl restart` brings it back)" : "");
+                  new_state == SUPERVISOR_FAILED ? " (crash loop: `layoutctl restart` brings it back)"
+                  : blocker                      ? ": not started while "
+                                                 : "",
+                  blocker ?: "");
     json_object *f = json_object_new_object();
     json_object_object_add(f, "workspace", json_object_new_string(id));
     json_object_object_add(f, "from", json_object_new_string(supervisor_state_to_string(old_state)));
@@ -926,6 +1041,12 @@ static void on_persist(const char *id, const DaemonRecord *rec, void *userdata) 
     agent_persist(a);
 }
 
+static bool may_start(const char *id, void *userdata) {
+    Agent *a = userdata;
+    char why[512];
+    return !agent_workspace_blocker(a, id, why, sizeof why);
+}
+
 static void on_hang(const char *id, unsigned waiting, void *userdata) {
     Agent *a = userdata;
     log_warning("workspace %s: FUSE connection hung: %u request(s) waiting without progress for %s", id, waiting,
@@ -938,4 +1059,5 @@ const SupervisorCallbacks agent_supervisor_callbacks = {
     .on_state_change = on_state_change,
     .on_persist = on_persist,
     .on_hang = on_hang,
+    .may_start = may_start,
 };

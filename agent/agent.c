@@ -232,6 +232,19 @@ static void collect_reload_notes(Agent *a, const Layout *l) {
     }
 }
 
+/* Recorded volumes that are not in service: a reload of the same layout
+ * tries them again (the operator put a missing image back, say). */
+static size_t volumes_out_of_service(Agent *a) {
+    StateRecord *record = agent_record(a);
+    size_t n = 0;
+    for (size_t i = 0; i < record->n_volumes; i++) {
+        const VolumeObservation *o = agent_volume(a, record->volumes[i]->name);
+        if (!o || !volume_observation_is_up(o))
+            n++;
+    }
+    return n;
+}
+
 int agent_reload(Agent *a, ApiOperation *op, char **ret_error) {
     _cleanup_(layout_freep) Layout *l = NULL;
     _cleanup_free_ char *path = NULL, *error = NULL, *hash = NULL;
@@ -266,6 +279,7 @@ int agent_reload(Agent *a, ApiOperation *op, char **ret_error) {
     }
 
     bool changed = !streq(hash, a->engine->layout_hash);
+    size_t down = changed ? 0 : volumes_out_of_service(a);
     a->last_reload_error = mfree(a->last_reload_error);
     if (changed)
         collect_reload_notes(a, l);
@@ -280,13 +294,14 @@ int agent_reload(Agent *a, ApiOperation *op, char **ret_error) {
     a->engine->layout_hash = TAKE_PTR(hash);
     if (changed)
         a->generation++;
-    log_info("Reloaded layout %s (generation %" PRIu64 ", %s)", a->engine->layout_path, a->generation,
-             changed ? "changed: applying the difference" : "unchanged");
+    log_info("Reloaded layout %s (generation %" PRIu64 ", %s%s)", a->engine->layout_path, a->generation,
+             changed ? "changed: applying the difference" : "unchanged",
+             down ? "; applying it again for the volumes out of service" : "");
     json_object *f = json_object_new_object();
     json_object_object_add(f, "generation", json_object_new_uint64(a->generation));
     json_object_object_add(f, "changed", json_object_new_boolean(changed));
     agent_event(a, "reload.accepted", f);
-    if (!changed) {
+    if (!changed && down == 0) {
         if (op)
             api_operation_succeed(op, 200, reload_answer(a, false, NULL));
         (void) sd_notify(false, "READY=1");
@@ -296,7 +311,7 @@ int agent_reload(Agent *a, ApiOperation *op, char **ret_error) {
     ReloadJob *job = calloc(1, sizeof(*job));
     if (!job)
         return -ENOMEM;
-    *job = (ReloadJob) { .op = api_operation_ref(op), .changed = true };
+    *job = (ReloadJob) { .op = api_operation_ref(op), .changed = changed };
     r = agent_job_submit(a, WORKER_OP_APPLY, NULL, NULL, op, on_reload_applied, job);
     if (r < 0) {
         api_operation_unref(job->op);

@@ -289,6 +289,11 @@ FlushProbe *agent_flush_probe_find(Agent *a, const char *volume);
 /* agent-workspaces.c */
 int agent_workspaces_start(Agent *a);
 int agent_workspace_spawn(Agent *a, const WorkspaceRecord *w);
+/* Why the workspace's daemon may not start now (its state volume or a
+ * content shard out of service), worded into buf; NULL when it may. */
+const char *agent_workspace_blocker(Agent *a, const char *id, char *buf, size_t size);
+/* The observation changed: blocked workspaces whose volumes are back start. */
+void agent_workspaces_volumes_changed(Agent *a);
 struct PlaceContext;
 /* The placement context over the cached observation (no device touched). */
 void agent_place_context(Agent *a, struct PlaceContext *ret);

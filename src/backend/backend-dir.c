@@ -35,6 +35,7 @@ static void dir_plan(PlanBuilder *b, const PlanSubject *subj, const Pool *p, con
                               o->name);
     if (s)
         plan_builder_set(b, &s->path, o->mount_path);
+    backend_plan_identity(b, subj, rec, o, o->dir_exists);
 }
 
 static int dir_record(VolumeSetup *s, const PlanStep *p, bool created, ApplyStepResult *sr) {
@@ -76,6 +77,8 @@ static int dir_apply_step(VolumeSetup *s, const PlanStep *p, ApplyStepResult *sr
             return 0;
         sr->changed = true;
         return dir_record(s, p, false, sr);
+    case PLAN_STEP_IDENTIFY:
+        return backend_step_identify(s, p, sr);
     default:
         apply_step_result_message(sr, "%s is not a step of a dir volume", plan_step_kind_to_string(p->kind));
         return -EINVAL;

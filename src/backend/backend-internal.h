@@ -40,6 +40,12 @@ int backend_step_format(VolumeSetup *s, const PlanStep *p, const char *node, boo
 int backend_step_adopt(VolumeSetup *s, const PlanStep *p, ApplyStepResult *sr);
 /* MOUNT of node (devno) on p->mount_path with the pool's options. */
 int backend_step_mount(VolumeSetup *s, const PlanStep *p, const char *node, dev_t devno, ApplyStepResult *sr);
+/* IDENTIFY: the identity file at p->mount_path (identity.h). A UUID new
+ * to the record is saved before the file is written; a file that names
+ * another volume is refused (-EEXIST), and so is a device backend's
+ * mount path that is not a mount point (the bare directory under a
+ * volume that is not mounted must never look like the volume). */
+int backend_step_identify(VolumeSetup *s, const PlanStep *p, ApplyStepResult *sr);
 /* SET_LIMITS on the loop device's bdi. */
 int backend_step_set_limits(VolumeSetup *s, const PlanStep *p, ApplyStepResult *sr);
 /* The storage half of GROW: extends the backing file to p->size (space
@@ -59,6 +65,14 @@ int backend_grow_fs(VolumeSetup *s, const PlanStep *p, const char *node, uint64_
 int backend_teardown_unmount(VolumeSetup *s, const char *mount_path, const TeardownOptions *opts);
 int backend_teardown_detach(VolumeSetup *s, const char *node, const char *backing_path);
 int backend_teardown_destroy(VolumeSetup *s, const VolumeObservation *o, bool remove_mount_tree);
+
+/* The identity rule every backend's planner ends with, once the volume is
+ * (or this plan puts it) in service (pure): an identity file that names
+ * another volume, or one the record does not know, is refused; a missing
+ * one is an IDENTIFY step. up: o is in service now (else the plan mounts
+ * it before this step). */
+void backend_plan_identity(PlanBuilder *b, const PlanSubject *subj, const VolumeRecord *rec,
+                           const VolumeObservation *o, bool up);
 
 /* The DELETE steps of a teardown with --destroy-data (pure): the backing
  * file when layoutd created it (a note that it stays otherwise), and the

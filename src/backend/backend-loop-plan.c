@@ -75,6 +75,7 @@ static void plan_missing_file(LoopPlan *lp) {
     emit_attach(lp, lp->pool->direct_io);
     emit_format(lp, "");
     emit_mount(lp);
+    backend_plan_identity(lp->b, lp->subj, lp->rec, o, false);
     backend_plan_limits(lp->b, lp->subj, lp->pool, o);
 }
 
@@ -148,6 +149,7 @@ void loop_backend_plan(PlanBuilder *b, const PlanSubject *subj, const Pool *p, c
     if (need_format)
         emit_format(&lp, "blank, created by layoutd; ");
     if (plan_mount(&lp)) {
+        backend_plan_identity(b, subj, rec, o, o->mounted_ours);
         backend_plan_grow(b, subj, rec, o, lp.fs, p->volume_size);
         backend_plan_limits(b, subj, p, o);
     }

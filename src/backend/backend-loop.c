@@ -64,6 +64,8 @@ static int loop_apply_step(VolumeSetup *s, const PlanStep *p, ApplyStepResult *s
         return backend_grow_fs(s, p, s->loop_node, size, sr);
     case PLAN_STEP_SET_LIMITS:
         return backend_step_set_limits(s, p, sr);
+    case PLAN_STEP_IDENTIFY:
+        return backend_step_identify(s, p, sr);
     default:
         apply_step_result_message(sr, "%s is not a step of a loop volume", plan_step_kind_to_string(p->kind));
         return -EINVAL;

@@ -15,6 +15,7 @@
 #include <stdio.h>
 
 #include "backend-internal.h"
+#include "identity.h"
 #include "util.h"
 
 bool backend_plan_refuse_unusable(PlanBuilder *b, const PlanSubject *subj, const VolumeObservation *o) {
@@ -193,4 +194,29 @@ void backend_plan_teardown_destroy(PlanBuilder *b, const PlanSubject *subj, cons
         if (st)
             plan_builder_set(b, &st->path, dir);
     }
+}
+
+void backend_plan_identity(PlanBuilder *b, const PlanSubject *subj, const VolumeRecord *rec,
+                           const VolumeObservation *o, bool up) {
+    if (up && o->identity) {
+        if (rec && rec->identity && strcasecmp(o->identity, rec->identity) == 0)
+            return;
+        plan_builder_refuse(b, subj, PLAN_STEP_REFUSE, "identity-mismatch", true,
+                            "refuse %s: %s/%s names volume %s, but the record says %s: another volume's "
+                            "filesystem is there; left out of service",
+                            o->name, o->mount_path, VOLUME_IDENTITY_FILE, o->identity,
+                            rec && rec->identity ? rec->identity : "none was written yet");
+        return;
+    }
+    if (up && o->identity_error && o->identity_error != ENOENT) {
+        plan_builder_refuse(b, subj, PLAN_STEP_REFUSE, "identity-unreadable", true,
+                            "refuse %s: cannot read %s/%s: %s; left out of service", o->name, o->mount_path,
+                            VOLUME_IDENTITY_FILE, strerror(o->identity_error));
+        return;
+    }
+    PlanStep *st = plan_builder_emit(b, subj, PLAN_STEP_IDENTIFY, "write the identity of %s (%s/%s)%s", o->name,
+                                     o->mount_path, VOLUME_IDENTITY_FILE,
+                                     rec && rec->identity ? "" : ", a new UUID");
+    if (st)
+        plan_builder_set(b, &st->mount_path, o->mount_path);
 }

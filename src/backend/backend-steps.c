@@ -17,6 +17,7 @@
 #include <time.h>
 
 #include "backend-internal.h"
+#include "identity.h"
 #include "bdi.h"
 #include "dev-util.h"
 #include "loop.h"
@@ -539,6 +540,62 @@ int backend_grow_fs(VolumeSetup *s, const PlanStep *p, const char *node, uint64_
             return r;
     }
     apply_step_result_message(sr, "%s is now %" PRIu64 " bytes", node, new_size);
+    sr->changed = true;
+    return 0;
+}
+
+int backend_step_identify(VolumeSetup *s, const PlanStep *p, ApplyStepResult *sr) {
+    VolumeRecord *rec = volume_setup_record(s);
+    _cleanup_free_ char *found = NULL, *parent = NULL;
+    struct stat st, pst;
+    int r;
+    if (!rec || !p->mount_path) {
+        apply_step_result_message(sr, "%s is not in the record: no identity to write", s->name);
+        return -ENOENT;
+    }
+    const BackendTraits *t = backend_traits(rec->backend);
+    if (t && t->has_device) {
+        /* Only on the volume's own filesystem: never on the directory it
+         * is mounted on, whatever happened since the plan was made. */
+        if (asprintf(&parent, "%s/..", p->mount_path) < 0)
+            return -ENOMEM;
+        if (stat(p->mount_path, &st) < 0 || stat(parent, &pst) < 0) {
+            r = negative_errno();
+            apply_step_result_message(sr, "cannot stat %s: %s", p->mount_path, strerror(-r));
+            return r;
+        }
+        if (st.st_dev == pst.st_dev) {
+            apply_step_result_message(sr, "%s is not a mount point: %s is not mounted there", p->mount_path, s->name);
+            return -ENOTCONN;
+        }
+    }
+    r = volume_identity_read(p->mount_path, &found);
+    if (r >= 0) {
+        if (rec->identity && strcasecmp(found, rec->identity) == 0)
+            return 0;
+        apply_step_result_message(sr, "%s/%s names volume %s, not %s: left as is", p->mount_path,
+                                  VOLUME_IDENTITY_FILE, found, rec->identity ?: "(none recorded)");
+        return -EEXIST;
+    }
+    if (r != -ENOENT) {
+        apply_step_result_message(sr, "cannot read %s/%s: %s", p->mount_path, VOLUME_IDENTITY_FILE, strerror(-r));
+        return r;
+    }
+    if (!rec->identity) {
+        /* Recorded first: a file must never name a volume the record does
+         * not know (a crash in between leaves the record ahead, and the
+         * next apply writes the file). */
+        if ((r = uuid_generate_v4_string(&rec->identity)) < 0)
+            return r;
+        if ((r = volume_setup_save(s, sr)) < 0)
+            return r;
+    }
+    r = volume_identity_write(p->mount_path, rec->identity, s->name, rec->role);
+    if (r < 0) {
+        apply_step_result_message(sr, "cannot write %s/%s: %s", p->mount_path, VOLUME_IDENTITY_FILE, strerror(-r));
+        return r;
+    }
+    apply_step_result_message(sr, "identity %s", rec->identity);
     sr->changed = true;
     return 0;
 }

@@ -110,6 +110,7 @@ static void plan_missing(VdoPlan *vp) {
     emit_dm_create(vp);
     emit_format(vp);
     emit_mount(vp);
+    backend_plan_identity(vp->b, vp->subj, vp->rec, o, false);
 }
 
 /* The VDO super block on the storage. Sets *need_vdoformat for blank
@@ -271,7 +272,10 @@ void vdo_backend_plan(PlanBuilder *b, const PlanSubject *subj, const Pool *p, co
         emit_dm_create(&vp);
     if (!plan_filesystem(&vp))
         goto done;
-    if (plan_mount(&vp) && o->dm_up)
+    if (!plan_mount(&vp))
+        goto done;
+    backend_plan_identity(b, subj, rec, o, o->mounted_ours);
+    if (o->dm_up)
         plan_vdo_grow(&vp, p->volume_size, p->vdo.logical_size);
 done:
     free(vp.label);

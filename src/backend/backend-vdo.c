@@ -202,7 +202,7 @@ static int vdo_apply_step(VolumeSetup *s, const PlanStep *p, ApplyStepResult *sr
     int r;
     /* Without dm-vdo nothing below can work, and nothing should be made
      * (a backing file, a loop device) for a volume that cannot come up. */
-    if (!s->checked && p->kind != PLAN_STEP_MOUNT && p->kind != PLAN_STEP_ADOPT) {
+    if (!s->checked && p->kind != PLAN_STEP_MOUNT && p->kind != PLAN_STEP_ADOPT && p->kind != PLAN_STEP_IDENTIFY) {
         _cleanup_free_ char *why = NULL;
         r = vdo_dm_check_support(NULL, &why);
         if (r < 0) {
@@ -234,6 +234,8 @@ static int vdo_apply_step(VolumeSetup *s, const PlanStep *p, ApplyStepResult *sr
         return step_mount(s, p, sr);
     case PLAN_STEP_GROW:
         return step_grow(s, p, sr);
+    case PLAN_STEP_IDENTIFY:
+        return backend_step_identify(s, p, sr);
     default:
         apply_step_result_message(sr, "%s is not a step of a vdo-xfs volume", plan_step_kind_to_string(p->kind));
         return -EINVAL;

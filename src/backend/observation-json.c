@@ -145,6 +145,8 @@ static const Field volume_fields[] = {
     FLD(F_BOOL, V, fs_emergency_ro),
     FLD(F_BOOL, V, fs_shutdown),
     FLD(F_INT, V, statvfs_error),
+    FLD(F_STR, V, identity),
+    FLD(F_INT, V, identity_error),
     END,
 };
 #undef V

@@ -19,6 +19,7 @@ void volume_observation_done(VolumeObservation *o) {
     free(o->dm_node);
     probe_result_done(&o->fs_probe);
     free(o->vdo_error);
+    free(o->identity);
     mount_info_done(&o->mount);
     mount_info_done(&o->loop_mount);
     *o = (VolumeObservation) {};

@@ -99,6 +99,11 @@ typedef struct VolumeObservation {
     bool fs_emergency_ro;
     bool fs_shutdown;
     int statvfs_error;         /* errno of statvfs(2) on the mount, else 0 */
+
+    /* The identity file at the volume's root (identity.h), when it is up:
+     * the UUID it names, or the errno of reading it (ENOENT: none). */
+    char *identity;
+    int identity_error;
 } VolumeObservation;
 
 typedef struct Observation {

@@ -16,6 +16,7 @@
 
 #include "backend-internal.h"
 #include "dev-util.h"
+#include "identity.h"
 #include "util.h"
 #include "volumes.h"
 
@@ -155,6 +156,12 @@ static int observe_spec(const Layout *l, const VolumeSpec *spec, VolumeObservati
             o.statvfs_error = -r;
         observe_fs_errors(&o);
         observe_fs_state(&o);
+        int k = volume_identity_read(o.mount_path, &o.identity);
+        if (k == -ENOMEM) {
+            r = k;
+            goto fail;
+        }
+        o.identity_error = k < 0 ? -k : 0;
     }
     *ret = o;
     return 0;

@@ -21,6 +21,7 @@ static const char *const plan_step_kind_table[_PLAN_STEP_KIND_MAX] = {
     [PLAN_STEP_MOUNT] = "mount",
     [PLAN_STEP_GROW] = "grow",
     [PLAN_STEP_SET_LIMITS] = "set-limits",
+    [PLAN_STEP_IDENTIFY] = "identify",
     [PLAN_STEP_UNMOUNT] = "unmount",
     [PLAN_STEP_DM_REMOVE] = "dm-remove",
     [PLAN_STEP_DELETE] = "delete",

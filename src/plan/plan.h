@@ -32,6 +32,8 @@ typedef enum PlanStepKind {
     PLAN_STEP_MOUNT,
     PLAN_STEP_GROW,         /* extend the storage, refresh the device, grow the fs online */
     PLAN_STEP_SET_LIMITS,   /* bdi writeback limits */
+    PLAN_STEP_IDENTIFY,     /* write the identity file at the volume's root
+                               (identity.h), recorded first */
     /* Teardown (volumes_plan_teardown): taking a volume out of service, */
     PLAN_STEP_UNMOUNT,      /* unmount the volume's filesystem */
     PLAN_STEP_DM_REMOVE,    /* remove the dm-vdo target, detach its loop */

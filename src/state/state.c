@@ -65,6 +65,7 @@ VolumeRecord *volume_record_free(VolumeRecord *v) {
     free(v->fs_uuid);
     free(v->fs_label);
     free(v->dm_name);
+    free(v->identity);
     free(v);
     return NULL;
 }
@@ -112,7 +113,8 @@ int volume_record_copy(const VolumeRecord *v, VolumeRecord **ret) {
     };
     if (strdup_ptr(v->name, &c->name) < 0 || strdup_ptr(v->backing_path, &c->backing_path) < 0 ||
         strdup_ptr(v->fs_type, &c->fs_type) < 0 || strdup_ptr(v->fs_uuid, &c->fs_uuid) < 0 ||
-        strdup_ptr(v->fs_label, &c->fs_label) < 0 || strdup_ptr(v->dm_name, &c->dm_name) < 0)
+        strdup_ptr(v->fs_label, &c->fs_label) < 0 || strdup_ptr(v->dm_name, &c->dm_name) < 0 ||
+        strdup_ptr(v->identity, &c->identity) < 0)
         return -ENOMEM;
     *ret = TAKE_PTR(c);
     return 0;
@@ -289,6 +291,7 @@ int volume_record_to_json(const VolumeRecord *v, json_object **ret) {
         add(o, "formatted", json_object_new_boolean(v->formatted)) < 0 ||
         add_str(o, "fs_type", v->fs_type) < 0 || add_str(o, "fs_uuid", v->fs_uuid) < 0 ||
         add_str(o, "fs_label", v->fs_label) < 0 || add_str(o, "dm_name", v->dm_name) < 0 ||
+        add_str(o, "identity", v->identity) < 0 ||
         add(o, "created_at", json_object_new_uint64(v->created_at)) < 0)
         return -ENOMEM;
     *ret = TAKE_PTR(o);
@@ -465,6 +468,7 @@ int volume_record_from_json(json_object *o, VolumeRecord **ret) {
         (r = get_str(o, "fs_uuid", false, &v->fs_uuid)) < 0 ||
         (r = get_str(o, "fs_label", false, &v->fs_label)) < 0 ||
         (r = get_str(o, "dm_name", false, &v->dm_name)) < 0 ||
+        (r = get_str(o, "identity", false, &v->identity)) < 0 ||
         (r = get_u64(o, "created_at", false, &v->created_at)) < 0)
         return r;
     v->role = pool_role_from_string(role);

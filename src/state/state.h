@@ -35,6 +35,9 @@ typedef struct VolumeRecord {
     char *fs_uuid;         /* as mkfs made it; identifies the volume */
     char *fs_label;        /* "layoutd-<volume>" (truncated to fs limit) */
     char *dm_name;         /* vdo-xfs: device-mapper name, else NULL */
+    char *identity;        /* the UUID written in the volume's identity file
+                              (<mount>/.layoutd-volume) when it was first
+                              put in service; NULL before that */
     usec_t created_at;     /* CLOCK_REALTIME */
 } VolumeRecord;
 

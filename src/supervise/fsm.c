@@ -6,6 +6,7 @@ static const char *const supervisor_state_table[_SUPERVISOR_STATE_MAX] = {
     [SUPERVISOR_STOPPED] = "stopped",   [SUPERVISOR_STARTING] = "starting",
     [SUPERVISOR_RUNNING] = "running",   [SUPERVISOR_STOPPING] = "stopping",
     [SUPERVISOR_BACKOFF] = "backoff",   [SUPERVISOR_FAILED] = "failed",
+    [SUPERVISOR_BLOCKED] = "blocked",
 };
 
 static const char *const supervisor_event_table[_SUPERVISOR_EVENT_MAX] = {
@@ -20,6 +21,7 @@ static const char *const supervisor_event_table[_SUPERVISOR_EVENT_MAX] = {
     [SUPERVISOR_EVENT_BACKOFF_ELAPSED] = "backoff-elapsed",
     [SUPERVISOR_EVENT_RESTART_REQUESTED] = "restart-requested",
     [SUPERVISOR_EVENT_HANG_DETECTED] = "hang-detected",
+    [SUPERVISOR_EVENT_UNBLOCKED] = "unblocked",
 };
 
 static const char *const supervisor_intent_table[_SUPERVISOR_INTENT_MAX] = {
@@ -184,6 +186,15 @@ static const FsmRule fsm_table[_SUPERVISOR_STATE_MAX][_SUPERVISOR_EVENT_MAX] = {
         [E(RESTART_REQUESTED)] = GO(S(STARTING), A(CANCEL_TIMER) | A(RESET_TALLY) | A(CLEANUP_MOUNT) | A(SPAWN)),
         [E(STOP_REQUESTED)] = GO(S(STOPPED), A(CANCEL_TIMER)),
     },
+    /* Never spawned on the bare directory a missing volume would be
+     * mounted on: it waits for the volumes, then starts as from BACKOFF
+     * (the tally is kept: a daemon that dies once they are back counts). */
+    [S(BLOCKED)] = {
+        [E(UNBLOCKED)] = GO(S(STARTING), A(CLEANUP_MOUNT) | A(SPAWN)),
+        [E(RESTART_REQUESTED)] = GO(S(STARTING), A(RESET_TALLY) | A(CLEANUP_MOUNT) | A(SPAWN)),
+        [E(STOP_REQUESTED)] = GO(S(STOPPED), 0),
+        [E(ADOPTED)] = GO(S(RUNNING), 0),
+    },
 };
 
 int fsm_transition(const FsmInput *in, SupervisorEvent ev, FsmOutput *ret) {
@@ -203,6 +214,17 @@ int fsm_transition(const FsmInput *in, SupervisorEvent ev, FsmOutput *ret) {
     if (!handled) {
         *ret = (FsmOutput) { .state = in->state, .intent = in->intent, .actions = 0 };
         return -ESTALE;
+    }
+    /* The gate, one rule for every way to a spawn: with its volumes out
+     * of service nothing starts; a stale mount is still cleaned. */
+    if ((o.actions & SUPERVISOR_ACTION_SPAWN) && in->blocked) {
+        if (in->state == SUPERVISOR_BLOCKED) {
+            *ret = (FsmOutput) { .state = in->state, .intent = in->intent, .actions = 0 };
+            return -ESTALE; /* still blocked */
+        }
+        o.actions &= ~SUPERVISOR_ACTION_SPAWN;
+        o.state = SUPERVISOR_BLOCKED;
+        o.intent = SUPERVISOR_INTENT_NONE;
     }
     *ret = o;
     return 0;

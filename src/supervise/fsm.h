@@ -21,6 +21,8 @@ typedef enum SupervisorState {
     SUPERVISOR_STOPPING,  /* SIGTERM (or SIGKILL) sent, waiting for exit */
     SUPERVISOR_BACKOFF,   /* died, waiting for the restart delay */
     SUPERVISOR_FAILED,    /* gave up (crash loop, policy); needs restart */
+    SUPERVISOR_BLOCKED,   /* would start, but its volumes are not in service
+                             (FsmInput.blocked): no process until UNBLOCKED */
     _SUPERVISOR_STATE_MAX,
     _SUPERVISOR_STATE_INVALID = -EINVAL,
 } SupervisorState;
@@ -37,6 +39,7 @@ typedef enum SupervisorEvent {
     SUPERVISOR_EVENT_BACKOFF_ELAPSED,
     SUPERVISOR_EVENT_RESTART_REQUESTED,
     SUPERVISOR_EVENT_HANG_DETECTED,
+    SUPERVISOR_EVENT_UNBLOCKED,         /* the volumes may be in service again */
     _SUPERVISOR_EVENT_MAX,
     _SUPERVISOR_EVENT_INVALID = -EINVAL,
 } SupervisorEvent;
@@ -74,6 +77,8 @@ typedef struct FsmInput {
     bool exit_failed;      /* EXITED: non-zero status, signal or unknown */
     bool crashloop;        /* one more death trips the crash-loop tally */
     bool restart_on_hang;
+    bool blocked;          /* its volumes are not in service: a transition
+                              that would spawn goes to BLOCKED instead */
 } FsmInput;
 
 typedef struct FsmOutput {

@@ -40,7 +40,7 @@
 #define HANG_SAMPLES 4           /* samples of "waiting" per hang_timeout */
 #define TIMER_ACCURACY (1 * USEC_PER_MSEC)
 /* No process and nothing pending: what remove and stop-all wait for. */
-#define IN_SET_STOPPED(st) ((st) == SUPERVISOR_STOPPED || (st) == SUPERVISOR_FAILED)
+#define IN_SET_STOPPED(st) ((st) == SUPERVISOR_STOPPED || (st) == SUPERVISOR_FAILED || (st) == SUPERVISOR_BLOCKED)
 
 typedef struct Workspace {
     Supervisor *sup;
@@ -490,6 +490,7 @@ static void workspace_dispatch(Workspace *w, SupervisorEvent ev) {
         .exit_failed = w->exit_failed,
         .crashloop = backoff_tally_would_trip(&w->tally, &w->bp, now),
         .restart_on_hang = w->restart_on_hang,
+        .blocked = s->cb.may_start && !s->cb.may_start(w->id, s->userdata),
     };
     FsmOutput o;
     if (fsm_transition(&in, ev, &o) < 0)
@@ -778,9 +779,62 @@ static int try_adopt(Workspace *w, const DaemonRecord *rec) {
     return 1;
 }
 
+static bool spec_is_valid(const WorkspaceSpec *spec) {
+    return spec && spec->id && spec->argv && spec->argv[0] && spec->argv[0][0] == '/' && spec->mountpoint &&
+           spec->mountpoint[0] == '/';
+}
+
+/* What the next spawn runs, and how: all or nothing (w keeps what it had
+ * when any part fails). */
+static int workspace_configure(Workspace *w, const WorkspaceSpec *spec) {
+    _cleanup_strv_free_ char **argv = NULL, **env = NULL;
+    SpawnCredentials creds = {};
+    int r = strv_copy((const char *const *) spec->argv, &argv);
+    if (r < 0)
+        return r;
+    r = spawn_resolve_credentials(spec->user, spec->group, &creds);
+    if (r < 0)
+        return r;
+    r = spawn_build_environment((const char *const *) spec->environment, creds.home, spec->id, spec->shards, &env);
+    if (r < 0) {
+        spawn_credentials_done(&creds);
+        return r;
+    }
+    strv_free(w->argv);
+    w->argv = TAKE_PTR(argv);
+    strv_free(w->env);
+    w->env = TAKE_PTR(env);
+    spawn_credentials_done(&w->creds);
+    w->creds = creds;
+    w->bp = (BackoffParams) {
+        .initial = spec->backoff_initial,
+        .max = spec->backoff_max,
+        .reset_after = spec->backoff_reset_after,
+        .crashloop_deaths = spec->crashloop_deaths,
+        .crashloop_interval = spec->crashloop_interval,
+    };
+    w->restart = spec->restart;
+    w->ready_timeout = spec->ready_timeout ?: 10 * USEC_PER_SEC;
+    w->stop_timeout = spec->stop_timeout ?: 10 * USEC_PER_SEC;
+    w->hang_timeout = spec->hang_timeout;
+    w->restart_on_hang = spec->restart_on_hang;
+    w->oom_score_adjust = spec->oom_score_adjust;
+    return 0;
+}
+
+int supervisor_update(Supervisor *s, const WorkspaceSpec *spec) {
+    if (!s || !spec_is_valid(spec))
+        return -EINVAL;
+    Workspace *w = find_ws(s, spec->id);
+    if (!w)
+        return -ENOENT;
+    if (!streq(w->mountpoint, spec->mountpoint))
+        return -EINVAL; /* the mount point names the workspace's mount */
+    return workspace_configure(w, spec);
+}
+
 int supervisor_add(Supervisor *s, const WorkspaceSpec *spec, const DaemonRecord *adopt) {
-    if (!s || !spec || !spec->id || !spec->argv || !spec->argv[0] || spec->argv[0][0] != '/' ||
-        !spec->mountpoint || spec->mountpoint[0] != '/')
+    if (!s || !spec_is_valid(spec))
         return -EINVAL;
     if (find_ws(s, spec->id))
         return -EEXIST;
@@ -795,14 +849,7 @@ int supervisor_add(Supervisor *s, const WorkspaceSpec *spec, const DaemonRecord 
     w->mountpoint = strdup(spec->mountpoint);
     if (!w->id || !w->mountpoint)
         goto fail;
-    r = strv_copy((const char *const *) spec->argv, &w->argv);
-    if (r < 0)
-        goto fail;
-    r = spawn_resolve_credentials(spec->user, spec->group, &w->creds);
-    if (r < 0)
-        goto fail;
-    r = spawn_build_environment((const char *const *) spec->environment, w->creds.home, spec->id,
-                                spec->shards, &w->env);
+    r = workspace_configure(w, spec);
     if (r < 0)
         goto fail;
     if (s->runtime_dir && asprintf(&w->fifo_path, "%s/%s.log", s->runtime_dir, spec->id) < 0) {
@@ -810,19 +857,6 @@ int supervisor_add(Supervisor *s, const WorkspaceSpec *spec, const DaemonRecord 
         r = -ENOMEM;
         goto fail;
     }
-    w->bp = (BackoffParams) {
-        .initial = spec->backoff_initial,
-        .max = spec->backoff_max,
-        .reset_after = spec->backoff_reset_after,
-        .crashloop_deaths = spec->crashloop_deaths,
-        .crashloop_interval = spec->crashloop_interval,
-    };
-    w->restart = spec->restart;
-    w->ready_timeout = spec->ready_timeout ?: 10 * USEC_PER_SEC;
-    w->stop_timeout = spec->stop_timeout ?: 10 * USEC_PER_SEC;
-    w->hang_timeout = spec->hang_timeout;
-    w->restart_on_hang = spec->restart_on_hang;
-    w->oom_score_adjust = spec->oom_score_adjust;
     w->state = SUPERVISOR_STOPPED;
     w->since = now_mono();
 
@@ -905,6 +939,23 @@ int supervisor_restart(Supervisor *s, const char *id) {
         return -EBUSY;
     workspace_dispatch(w, SUPERVISOR_EVENT_RESTART_REQUESTED);
     return 0;
+}
+
+size_t supervisor_unblock(Supervisor *s) {
+    size_t n = 0;
+    if (!s || s->stop_all_active)
+        return 0;
+    /* Workspaces are freed only from the post source, never from a
+     * dispatch: the array stays as it is during this loop. */
+    for (size_t i = 0; i < s->n_ws; i++) {
+        Workspace *w = s->ws[i];
+        if (w->state != SUPERVISOR_BLOCKED || w->removing)
+            continue;
+        workspace_dispatch(w, SUPERVISOR_EVENT_UNBLOCKED);
+        if (w->state != SUPERVISOR_BLOCKED)
+            n++;
+    }
+    return n;
 }
 
 int supervisor_stop_all(Supervisor *s, usec_t total_timeout, SupervisorDoneCallback cb,

@@ -95,6 +95,10 @@ typedef struct SupervisorCallbacks {
     /* The connection had requests waiting without a break for
      * hang_timeout. */
     void (*on_hang)(const char *id, unsigned waiting, void *userdata);
+    /* May the workspace's daemon be spawned now? false: its volumes are
+     * not in service, and it waits in BLOCKED until supervisor_unblock().
+     * NULL: always. Called before every event; keep it cheap and pure. */
+    bool (*may_start)(const char *id, void *userdata);
 } SupervisorCallbacks;
 
 /*
@@ -125,6 +129,14 @@ DEFINE_TRIVIAL_CLEANUP_FUNC(Supervisor *, supervisor_free)
  */
 int supervisor_add(Supervisor *s, const WorkspaceSpec *spec, const DaemonRecord *adopt);
 
+/* Replaces what the workspace's next spawn runs (argv, environment, user,
+ * policy) with spec's; the running daemon is left alone. A reload and a
+ * restart so take the current layout's command, never the one the
+ * workspace was created with. The mount point cannot change.
+ * Returns: -ENOENT, -EINVAL, -ESRCH (user/group), -errno, 0 (on failure
+ * the workspace keeps what it had). */
+int supervisor_update(Supervisor *s, const WorkspaceSpec *spec);
+
 typedef void (*SupervisorRemovedCallback)(Supervisor *s, const char *id, void *userdata);
 
 /* Stops the workspace's daemon (SIGTERM, SIGKILL after stop_timeout,
@@ -136,6 +148,10 @@ int supervisor_remove(Supervisor *s, const char *id, SupervisorRemovedCallback c
 /* Restarts the daemon (also the way out of FAILED; resets the crash-loop
  * tally). Returns: -ENOENT, -EBUSY (being removed/stopped by stop_all), 0. */
 int supervisor_restart(Supervisor *s, const char *id);
+
+/* Asks may_start again for every BLOCKED workspace (its volumes may be
+ * back) and starts those it allows. Returns: how many left BLOCKED. */
+size_t supervisor_unblock(Supervisor *s);
 
 typedef void (*SupervisorDoneCallback)(Supervisor *s, void *userdata);
 

@@ -52,13 +52,23 @@ static inline Observation *fixture_obs(Backend backend, PoolRole role) {
     return o;
 }
 
+/* The identity every fixture record carries (fixture_identify() puts it on
+ * an observed volume). */
+#define FIXTURE_IDENTITY "0b7a6d1c-5e4f-4a3b-8c2d-1e0f9a8b7c6d"
+
+static inline void fixture_identify(VolumeObservation *v) {
+    free(v->identity);
+    v->identity = strdup(FIXTURE_IDENTITY);
+}
+
 static inline StateRecord *fixture_record(const VolumeObservation *v, bool created, bool formatted, const char *type,
                                           const char *uuid) {
     StateRecord *s = NULL;
     assert_int_equal(state_record_new(&s), 0);
     VolumeRecord r = { .name = v->name, .role = v->role, .backend = v->backend, .backing_path = v->backing_path,
                        .size = 1 * GIB, .created_file = created, .formatted = formatted,
-                       .fs_type = (char *) type, .fs_uuid = (char *) uuid };
+                       .fs_type = (char *) type, .fs_uuid = (char *) uuid,
+                       .identity = (char *) FIXTURE_IDENTITY };
     assert_int_equal(state_record_add_volume(s, &r, NULL), 0);
     return s;
 }

@@ -38,13 +38,14 @@ static void in_service(Case *c) {
     c->v->loop.direct_io = true;
     c->v->loop.node = strdup("/dev/loop7");
     c->v->mounted = c->v->mounted_ours = true;
+    fixture_identify(c->v);
 }
 
 static void test_fresh(void **state) {
     Case *c = *state;
-    fixture_expect(c->l, NULL, c->o, "create-file,attach,format,mount", NULL, false);
+    fixture_expect(c->l, NULL, c->o, "create-file,attach,format,mount,identify", NULL, false);
     c->l->pools[POOL_STATE].writeback.max_bytes = 64 * MIB;
-    fixture_expect(c->l, NULL, c->o, "create-file,attach,format,mount,set-limits", NULL, false);
+    fixture_expect(c->l, NULL, c->o, "create-file,attach,format,mount,identify,set-limits", NULL, false);
 }
 
 static void test_nothing_to_do(void **state) {
@@ -57,7 +58,7 @@ static void test_after_reboot(void **state) {
     Case *c = *state;
     in_service(c);
     c->v->attached = c->v->mounted = c->v->mounted_ours = false;
-    fixture_expect(c->l, c->s, c->o, "attach,mount", NULL, false);
+    fixture_expect(c->l, c->s, c->o, "attach,mount,identify", NULL, false);
 }
 
 static void test_grow(void **state) {
@@ -97,7 +98,7 @@ static void test_reattach_buffered(void **state) {
     in_service(c);
     c->v->loop.direct_io = false;
     c->v->mounted = c->v->mounted_ours = false;
-    fixture_expect(c->l, c->s, c->o, "detach,attach,mount", NULL, false);
+    fixture_expect(c->l, c->s, c->o, "detach,attach,mount,identify", NULL, false);
 }
 
 static void test_drift_mounted_elsewhere(void **state) {
@@ -107,6 +108,28 @@ static void test_drift_mounted_elsewhere(void **state) {
     c->v->loop_mounted_elsewhere = true;
     c->v->loop_mount.target = strdup("/mnt/hand");
     fixture_expect(c->l, c->s, c->o, "drift", "mounted-elsewhere", true);
+}
+
+/* The identity file at the volume's root: a volume of an older layoutd
+ * (no identity recorded, no file) gets one; a file naming another volume,
+ * or one that cannot be read, keeps the volume out of service. */
+static void test_identity(void **state) {
+    Case *c = *state;
+    in_service(c);
+    c->v->identity = mfree(c->v->identity);
+    c->v->identity_error = ENOENT;
+    fixture_expect(c->l, c->s, c->o, "identify", NULL, false);
+    free(c->s->volumes[0]->identity);
+    c->s->volumes[0]->identity = NULL;
+    fixture_expect(c->l, c->s, c->o, "identify", NULL, false);
+    c->v->identity = strdup("11111111-2222-4333-8444-555555555555");
+    c->v->identity_error = 0;
+    fixture_expect(c->l, c->s, c->o, "refuse", "identity-mismatch", true);
+    c->s->volumes[0]->identity = strdup(FIXTURE_IDENTITY);
+    fixture_expect(c->l, c->s, c->o, "refuse", "identity-mismatch", true);
+    c->v->identity = mfree(c->v->identity);
+    c->v->identity_error = EBADMSG;
+    fixture_expect(c->l, c->s, c->o, "refuse", "identity-unreadable", true);
 }
 
 static void test_refuse_not_ours(void **state) {
@@ -178,9 +201,9 @@ static void test_unformatted_ours(void **state) {
     c->v->file_exists = c->v->file_is_regular = true;
     c->v->file_size = 1 * GIB;
     fixture_probe(&c->v->probe, &c->v->probed, true, NULL, NULL);
-    fixture_expect(c->l, c->s, c->o, "attach,format,mount", NULL, false);
+    fixture_expect(c->l, c->s, c->o, "attach,format,mount,identify", NULL, false);
     fixture_probe(&c->v->probe, &c->v->probed, false, "ext4", "u-9");
-    fixture_expect(c->l, c->s, c->o, "adopt,attach,mount", NULL, false);
+    fixture_expect(c->l, c->s, c->o, "adopt,attach,mount,identify", NULL, false);
 }
 
 static void test_refuse_foreign_signature(void **state) {
@@ -255,6 +278,7 @@ int main(void) {
         T(test_drift_buffered),
         T(test_reattach_buffered),
         T(test_drift_mounted_elsewhere),
+        T(test_identity),
         T(test_refuse_not_ours),
         T(test_refuse_uuid_changed),
         T(test_refuse_signature_lost),

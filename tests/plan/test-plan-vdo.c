@@ -47,6 +47,7 @@ static void in_service(Case *c) {
     c->v->dm_node = strdup("/dev/mapper/layoutd-content-0");
     fixture_probe(&c->v->fs_probe, &c->v->fs_probed, false, "xfs", "x-1");
     c->v->mounted = c->v->mounted_ours = true;
+    fixture_identify(c->v);
     c->v->has_vdo_stats = true;
     c->v->vdo.has_message = true;
     c->v->vdo.logical_blocks = 4 * GIB / 4096;
@@ -54,7 +55,7 @@ static void in_service(Case *c) {
 
 static void test_fresh(void **state) {
     Case *c = *state;
-    fixture_expect(c->l, NULL, c->o, "create-file,attach,vdo-format,dm-create,format,mount", NULL, false);
+    fixture_expect(c->l, NULL, c->o, "create-file,attach,vdo-format,dm-create,format,mount,identify", NULL, false);
 }
 
 static void test_nothing_to_do(void **state) {
@@ -67,24 +68,24 @@ static void test_after_reboot(void **state) {
     Case *c = *state;
     storage(c, true);
     c->v->attached = false;
-    fixture_expect(c->l, c->s, c->o, "attach,dm-create,mount", NULL, false);
+    fixture_expect(c->l, c->s, c->o, "attach,dm-create,mount,identify", NULL, false);
 }
 
 static void test_interrupted_before_vdoformat(void **state) {
     Case *c = *state;
     storage(c, false);
     fixture_probe(&c->v->probe, &c->v->probed, true, NULL, NULL);
-    fixture_expect(c->l, c->s, c->o, "vdo-format,dm-create,format,mount", NULL, false);
+    fixture_expect(c->l, c->s, c->o, "vdo-format,dm-create,format,mount,identify", NULL, false);
 }
 
 static void test_interrupted_before_mkfs(void **state) {
     Case *c = *state;
     storage(c, false);
     /* vdoformat ran, mkfs.xfs did not: the target comes up, XFS is made. */
-    fixture_expect(c->l, c->s, c->o, "dm-create,format,mount", NULL, false);
+    fixture_expect(c->l, c->s, c->o, "dm-create,format,mount,identify", NULL, false);
     c->v->dm_up = true;
     fixture_probe(&c->v->fs_probe, &c->v->fs_probed, true, NULL, NULL);
-    fixture_expect(c->l, c->s, c->o, "format,mount", NULL, false);
+    fixture_expect(c->l, c->s, c->o, "format,mount,identify", NULL, false);
 }
 
 static void test_grow(void **state) {
@@ -173,10 +174,12 @@ static void test_dir(void **unused) {
     _cleanup_(layout_freep) Layout *l = fixture_layout(BACKEND_DIR, POOL_STATE);
     _cleanup_(observation_freep) Observation *o = fixture_obs(BACKEND_DIR, POOL_STATE);
     VolumeObservation *v = &o->volumes[0];
-    fixture_expect(l, NULL, o, "create-dir", NULL, false);
+    fixture_expect(l, NULL, o, "create-dir,identify", NULL, false);
     v->dir_exists = true;
-    fixture_expect(l, NULL, o, "adopt", NULL, false);
+    fixture_expect(l, NULL, o, "adopt,identify", NULL, false);
     _cleanup_(state_record_freep) StateRecord *s = fixture_record(v, true, false, NULL, NULL);
+    fixture_expect(l, s, o, "identify", NULL, false); /* recorded, but no identity file yet */
+    fixture_identify(v);
     fixture_expect(l, s, o, "", NULL, false);
     v->mounted = true;
     fixture_expect(l, s, o, "refuse", "mount-path-busy", true);

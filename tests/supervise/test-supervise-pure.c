@@ -188,6 +188,49 @@ static const Row rows[] = {
     { S(STARTING), I(NONE), RESTART_ON_FAILURE, 0, 0, 1, E(HANG_DETECTED), -ESTALE, S(STARTING), I(NONE), 0, ~0u },
 };
 
+/* The gate: with its volumes out of service (FsmInput.blocked) nothing
+ * that would spawn does; it waits in BLOCKED until UNBLOCKED. */
+typedef struct GateRow {
+    SupervisorState state;
+    SupervisorIntent intent;
+    bool blocked;
+    SupervisorEvent ev;
+    int ret;
+    SupervisorState new_state;
+    unsigned must, mustnot;
+} GateRow;
+
+static const GateRow gate_rows[] = {
+    { S(STOPPED), I(NONE), 1, E(START), 0, S(BLOCKED), A(CLEANUP_MOUNT), A(SPAWN) },
+    { S(STOPPED), I(NONE), 0, E(START), 0, S(STARTING), A(SPAWN), 0 },
+    { S(BACKOFF), I(NONE), 1, E(BACKOFF_ELAPSED), 0, S(BLOCKED), 0, A(SPAWN) },
+    { S(STOPPING), I(RESTART), 1, E(EXITED), 0, S(BLOCKED), A(CLEANUP_MOUNT), A(SPAWN) },
+    { S(FAILED), I(NONE), 1, E(RESTART_REQUESTED), 0, S(BLOCKED), 0, A(SPAWN) },
+    { S(BLOCKED), I(NONE), 1, E(UNBLOCKED), -ESTALE, S(BLOCKED), 0, ~0u },
+    { S(BLOCKED), I(NONE), 1, E(RESTART_REQUESTED), -ESTALE, S(BLOCKED), 0, ~0u },
+    { S(BLOCKED), I(NONE), 0, E(UNBLOCKED), 0, S(STARTING), A(SPAWN) | A(CLEANUP_MOUNT), A(RESET_TALLY) },
+    { S(BLOCKED), I(NONE), 0, E(RESTART_REQUESTED), 0, S(STARTING), A(SPAWN) | A(RESET_TALLY), 0 },
+    { S(BLOCKED), I(NONE), 1, E(STOP_REQUESTED), 0, S(STOPPED), 0, ~0u },
+    { S(BLOCKED), I(NONE), 1, E(EXITED), -ESTALE, S(BLOCKED), 0, ~0u },
+    /* a running daemon is never touched by the gate */
+    { S(RUNNING), I(NONE), 1, E(READY), -ESTALE, S(RUNNING), 0, ~0u },
+    { S(STARTING), I(NONE), 1, E(READY), 0, S(RUNNING), A(CANCEL_TIMER), A(SPAWN) },
+    { S(STOPPED), I(NONE), 1, E(ADOPTED), 0, S(RUNNING), 0, A(SPAWN) },
+};
+
+static void test_fsm_gate(void **st) {
+    for (size_t i = 0; i < ELEMENTSOF(gate_rows); i++) {
+        const GateRow *r = &gate_rows[i];
+        FsmInput in = { .state = r->state, .intent = r->intent, .policy = RESTART_ON_FAILURE, .blocked = r->blocked };
+        FsmOutput o;
+        int ret = fsm_transition(&in, r->ev, &o);
+        if (ret != r->ret || o.state != r->new_state || (o.actions & r->must) != r->must ||
+            (o.actions & r->mustnot) != 0)
+            fail_msg("gate row %zu: %s + %s -> ret %d %s actions %#x", i, supervisor_state_to_string(r->state),
+                     supervisor_event_to_string(r->ev), ret, supervisor_state_to_string(o.state), o.actions);
+    }
+}
+
 static void test_fsm_table(void **st) {
     for (size_t i = 0; i < ELEMENTSOF(rows); i++) {
         const Row *r = &rows[i];
@@ -211,8 +254,8 @@ static void test_fsm_exhaustive(void **st) {
         for (int e = 0; e < _SUPERVISOR_EVENT_MAX; e++)
             for (int it = 0; it < _SUPERVISOR_INTENT_MAX; it++)
                 for (int p = 0; p < _RESTART_POLICY_MAX; p++)
-                    for (int f = 0; f < 8; f++) {
-                        FsmInput in = { s, it, p, f & 1, f & 2, f & 4 };
+                    for (int f = 0; f < 16; f++) {
+                        FsmInput in = { s, it, p, f & 1, f & 2, f & 4, f & 8 };
                         FsmOutput o;
                         int r = fsm_transition(&in, e, &o);
                         assert_true(r == 0 || r == -ESTALE);
@@ -223,6 +266,8 @@ static void test_fsm_exhaustive(void **st) {
                                         e == E(ADOPTED));
                         if (o.actions & A(SPAWN))
                             assert_int_equal(o.state, S(STARTING));
+                        if (in.blocked)
+                            assert_false(o.actions & A(SPAWN));
                     }
 }
 
@@ -326,7 +371,7 @@ int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_argv_expand),     cmocka_unit_test(test_argv_errors),
         cmocka_unit_test(test_backoff_growth),  cmocka_unit_test(test_backoff_jitter),
-        cmocka_unit_test(test_backoff_reset_and_tally), cmocka_unit_test(test_fsm_table),
+        cmocka_unit_test(test_backoff_reset_and_tally), cmocka_unit_test(test_fsm_table), cmocka_unit_test(test_fsm_gate),
         cmocka_unit_test(test_fsm_exhaustive),  cmocka_unit_test(test_enum_strings),
         cmocka_unit_test(test_linebuf),         cmocka_unit_test(test_mountinfo_line),
         cmocka_unit_test(test_proc_stat),

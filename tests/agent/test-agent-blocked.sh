@@ -1,0 +1,86 @@
+#!/usr/bin/env bash
+# A workspace runs only on volumes that are in service (issue "Nothing
+# lost, nothing crashed", defect 3):
+#  1. every volume carries its identity file, the record knows its UUID,
+#     and each daemon is told them (LAYOUTD_STATE_VOLUME_UUID,
+#     LAYOUTD_CONTENT_UUIDS);
+#  2. the content pool's image moved away while the agent is stopped: on
+#     the next start the workspaces are `blocked` with a problem naming
+#     content-0, no daemon runs, and nothing is written to the bare
+#     directory content-0 would be mounted on;
+#  3. the image back and a reload: the pool is in service again, the
+#     workspaces start by themselves, and every file (large ones in the
+#     pool) reads back byte-identical;
+#  4. an unmounted volume under a running agent: a daemon that dies is not
+#     restarted on the bare directory (blocked), and comes back with it.
+TEST_NAME=agent-blocked
+. "$LAYOUTD_TESTS/lib/common.sh"
+. "$LAYOUTD_TESTS/agent/lib-agent.sh"
+require_root; require_loop; require_fuse; require_cmd curl; require_cmd mkfs.ext4
+[ -x "$PY" ] || skip "needs /usr/bin/python3"
+
+L=$WORK/layout.yaml
+write_layout "$L" 1 4 3
+start_agent "$L"
+for w in b1 b2; do "$LAYOUTCTL" --socket "$SOCK" add "$w" >/dev/null || fail "add $w"; done
+for w in b1 b2; do
+    head -c 300000 /dev/urandom >"$WORK/mnt/$w/big.bin"
+    echo "small $w" >"$WORK/mnt/$w/small.txt"
+done
+sync
+for w in b1 b2; do (cd "$WORK/mnt/$w" && sha256sum big.bin small.txt) >"$WORK/$w.sums"; done
+state() { jget "$(api GET "/v1/workspaces/$1")" "d['daemon']['state']"; }
+state_is() { [ "$(state "$1")" = "$2" ]; }
+
+log "1. identity files, recorded, handed to the daemons"
+for v in state-0 content-0; do
+    f=$WORK/root/volumes/$v/.layoutd-volume
+    [ -f "$f" ] || fail "$v has no identity file"
+    uuid=$(sed -n 's/^uuid=//p' "$f")
+    rec=$(jget "$(cat "$WORK/root/layoutd-state.json")" "[v['identity'] for v in d['volumes'] if v['name']=='$v'][0]")
+    assert_eq "$uuid" "$rec" "$v: the identity file and the record"
+done
+pid=$(jget "$(api GET /v1/workspaces/b1)" "d['daemon']['pid']")
+env=$(tr '\0' '\n' <"/proc/$pid/environ")
+grep -qx "LAYOUTD_CONTENT_UUIDS=$(sed -n 's/^uuid=//p' "$WORK/root/volumes/content-0/.layoutd-volume")" <<<"$env" ||
+    fail "b1's daemon is not told the content pool's identity: $(grep LAYOUTD_ <<<"$env")"
+grep -qx "LAYOUTD_STATE_VOLUME=$WORK/root/volumes/state-0" <<<"$env" || fail "b1's daemon is not told its state volume"
+
+log "2. the content image moved away: blocked, nothing on the bare directory"
+stop_agent
+umount "$WORK/root/volumes/content-0"
+losetup -d "$(losetup -n -O NAME -j "$WORK/root/images/content-0.img")"
+mv "$WORK/root/images/content-0.img" "$WORK/content-0.img.away"
+start_agent "$L"
+for w in b1 b2; do
+    wait_for 10 state_is "$w" blocked || fail "$w not blocked without its content pool: $(state "$w")"
+    assert_eq None "$(jget "$(api GET "/v1/workspaces/$w")" "d['daemon']['pid']")" "$w has no daemon"
+done
+jget "$(api GET /v1/workspaces/b1)" "d['daemon']['blocked_by']" | grep -q "content-0" ||
+    fail "blocked_by does not name content-0: $(api GET /v1/workspaces/b1)"
+jget "$(api GET /v1/status)" "[p['message'] for p in d['problems'] if p.get('workspace')=='b1' and p['code']=='blocked'][0]" |
+    grep -q content-0 || fail "no 'blocked' problem naming content-0: $(api GET /v1/status)"
+assert_eq 503 "$(api GET /v1/health >/dev/null; st)" "/v1/health while workspaces are blocked"
+pgrep -f -- "--state $WORK/" >/dev/null && fail "a daemon runs without its content pool: $(pgrep -af -- "--state $WORK/")"
+[ -z "$(ls -A "$WORK/root/volumes/content-0" 2>/dev/null)" ] || fail "files on the bare content-0 directory: $(ls -A "$WORK/root/volumes/content-0")"
+
+log "3. the image back, a reload: the workspaces start by themselves, data intact"
+mv "$WORK/content-0.img.away" "$WORK/root/images/content-0.img"
+"$LAYOUTCTL" --socket "$SOCK" reload >/dev/null || fail "reload"
+for w in b1 b2; do wait_for 30 state_is "$w" running || fail "$w not running once content-0 is back: $(state "$w")"; done
+echo 3 >/proc/sys/vm/drop_caches
+for w in b1 b2; do (cd "$WORK/mnt/$w" && sha256sum -c --quiet "$WORK/$w.sums") || fail "$w: files changed"; done
+grep -q "unblocked" "$AGENT_LOG" || fail "the unblocking is not logged"
+
+log "4. state-0 unmounted under a running agent: a dead daemon is not restarted on the bare directory"
+pids=$(for w in b1 b2; do jget "$(api GET "/v1/workspaces/$w")" "d['daemon']['pid']"; done)
+umount -l "$WORK/root/volumes/state-0"
+state0_down() { [ "$(jget "$(api GET /v1/volumes/state-0)" "d['state']")" != up ]; }
+wait_for 15 state0_down || fail "state-0 still observed up after its unmount"
+kill -KILL $(jget "$(api GET /v1/workspaces/b1)" "d['daemon']['pid']")
+wait_for 15 state_is b1 blocked || fail "b1 not blocked after its daemon died on an unmounted volume: $(state b1)"
+[ ! -e "$WORK/root/volumes/state-0/workspaces" ] || fail "something recreated workspaces/ on the bare state-0 directory"
+"$LAYOUTCTL" --socket "$SOCK" reload >/dev/null || fail "reload"
+wait_for 30 state_is b1 running || fail "b1 not back with state-0: $(state b1)"
+(cd "$WORK/mnt/b1" && sha256sum -c --quiet "$WORK/b1.sums") || fail "b1: files changed"
+log "PASS"
