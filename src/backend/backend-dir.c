@@ -90,7 +90,6 @@ static void dir_teardown(VolumeSetup *s, const VolumeObservation *o, const Teard
 }
 
 const VolumeBackend dir_backend = {
-    .backend = BACKEND_DIR,
     .observe = dir_observe,
     .plan = dir_plan,
     .apply_step = dir_apply_step,
