@@ -423,8 +423,7 @@ static int vdo_maintenance(const Pool *p, const VolumeObservation *o, VolumeMain
     ret->package = "util-linux";
     if (!o || !o->dm_up || !o->mounted_ours)
         return 0;
-    const char *const argv[] = { "fstrim", "--verbose", o->mount_path, NULL };
-    return strv_copy(argv, &ret->argv);
+    return vdo_fstrim_argv(o->mount_path, &ret->argv);
 }
 
 const VolumeBackend vdo_xfs_backend = {

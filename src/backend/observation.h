@@ -60,7 +60,7 @@ typedef struct VolumeObservation {
     LoopIoStats io;
 
     /* Signatures on the storage: the loop device if attached, else the
-     * file. For loop-ext4/xfs that is the filesystem; for vdo-xfs the VDO
+     * file. For the loop backends that is the filesystem; for vdo-xfs the VDO
      * super block. */
     bool probed;
     int probe_error;
