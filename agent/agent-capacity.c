@@ -380,21 +380,24 @@ void agent_capacity_observed(Agent *a) {
     watch_schedule(a, near && !a->stopping);
 }
 
-/* CAP_SYS_RESOURCE in the effective set: ext4 refuses an online resize
- * without it (EXT4_IOC_RESIZE_FS), and so resize2fs fails with EPERM. */
-static bool have_cap_sys_resource(void) {
+/* The capabilities missing from the effective set: an online grow whose
+ * filesystem needs one of them is refused (ext4's EXT4_IOC_RESIZE_FS wants
+ * CAP_SYS_RESOURCE, and resize2fs fails with EPERM without it). */
+static uint64_t missing_capabilities(void) {
     struct __user_cap_header_struct h = { .version = _LINUX_CAPABILITY_VERSION_3, .pid = 0 };
     struct __user_cap_data_struct d[_LINUX_CAPABILITY_U32S_3] = {};
     if (syscall(SYS_capget, &h, d) < 0)
-        return true; /* cannot tell: let resize2fs say */
-    return d[CAP_TO_INDEX(CAP_SYS_RESOURCE)].effective & CAP_TO_MASK(CAP_SYS_RESOURCE);
+        return 0; /* cannot tell: let the grow tool say */
+    uint64_t have = (uint64_t) d[1].effective << 32 | d[0].effective;
+    return ~have;
 }
 
 int agent_capacity_start(Agent *a) {
-    a->growth_env.can_resize_ext4 = have_cap_sys_resource();
-    if (!a->growth_env.can_resize_ext4)
-        log_info("No CAP_SYS_RESOURCE: ext4 volumes cannot grow online here (growth of loop-ext4 pools is "
-                 "refused; loop-xfs grows)");
+    a->growth_env.missing_capabilities = missing_capabilities();
+    for (size_t i = 0; i < _FS_TYPE_MAX; i++)
+        if (!fs_type_can_grow(&fs_types[i], a->growth_env.missing_capabilities))
+            log_info("No %s: %s volumes cannot grow online here (growth of their pools is refused)",
+                     fs_types[i].grow.capability_name ?: "capability", fs_types[i].display_name);
     int r = sd_event_add_time_relative(a->event, &a->capacity_timer, CLOCK_MONOTONIC, 0, 10 * USEC_PER_MSEC,
                                        on_watch_timer, a);
     if (r < 0)

@@ -48,10 +48,19 @@ struct AgentVdo {
     size_t n_volumes;
 };
 
+/* The periodic maintenance of pool p's volumes, as its backend says
+ * (vdo-xfs: fstrim at vdo.fstrim_interval); 0: none. */
+static usec_t maintenance_interval(const Pool *p) {
+    VolumeMaintenance m = {};
+    usec_t t = p && volume_maintenance(p, NULL, &m) >= 0 ? m.interval : 0;
+    volume_maintenance_done(&m);
+    return t;
+}
+
 static bool layout_has_vdo(const Layout *l) {
     for (PoolRole role = 0; role < _POOL_ROLE_MAX; role++) {
         const Pool *p = layout_pool(l, role);
-        if (p && p->has_vdo)
+        if (p && (p->has_vdo || maintenance_interval(p) > 0))
             return true;
     }
     return false;
@@ -156,26 +165,31 @@ static void on_trim_exit(Child *c, int status, const char *stderr_text, void *us
     av->trim = child_free(av->trim);
 }
 
-static int trim_start(Agent *a, const VolumeObservation *v) {
+/* Starts the command of the backend's maintenance op (m) for v. */
+static int trim_start(Agent *a, const VolumeObservation *v, VolumeMaintenance *m) {
     AgentVdoVolume *av = vdo_entry_get(a, v->name);
     _cleanup_free_ char *exe = NULL;
     if (!av)
         return -ENOMEM;
     if (av->trim) {
-        log_notice("volume %s: the previous fstrim is still running, skipping this one", v->name);
+        log_notice("volume %s: the previous %s is still running, skipping this one", v->name, m->name);
         return 0;
     }
-    int r = child_find_program("fstrim", &exe);
+    int r = child_find_program(m->argv[0], &exe);
     if (r < 0)
-        return log_warning_errno(r, "volume %s: fstrim not found (util-linux), cannot trim: %m", v->name);
-    char *argv[] = { exe, (char *) "--verbose", v->mount_path, NULL };
+        return log_warning_errno(r, "volume %s: %s not found (%s), cannot run %s: %m", v->name, m->argv[0],
+                                 m->package ?: "?", m->name);
+    char *saved = m->argv[0];
+    m->argv[0] = exe;
     ChildCallbacks cb = { .on_line = on_trim_line, .on_exit = on_trim_exit };
-    r = child_spawn(a->event, argv, &cb, av, &av->trim);
+    r = child_spawn(a->event, m->argv, &cb, av, &av->trim);
+    m->argv[0] = saved;
     if (r < 0)
         return r;
     child_close_input(av->trim);
     av->trim_started = now_usec(CLOCK_MONOTONIC);
-    log_info("volume %s: periodic fstrim of %s started (pid %d)", v->name, v->mount_path, (int) child_pid(av->trim));
+    log_info("volume %s: periodic %s of %s started (pid %d)", v->name, m->name, v->mount_path,
+             (int) child_pid(av->trim));
     return 0;
 }
 
@@ -186,25 +200,30 @@ static int on_trim_timer(sd_event_source *s, uint64_t usec, void *userdata) {
     usec_t now = now_usec(CLOCK_MONOTONIC);
     bool due[_POOL_ROLE_MAX] = {};
     for (PoolRole role = 0; role < _POOL_ROLE_MAX; role++) {
-        const Pool *p = layout_pool(agent_layout(a), role);
-        if (!p || !p->has_vdo || p->vdo.fstrim_interval == 0) {
+        usec_t interval = maintenance_interval(layout_pool(agent_layout(a), role));
+        if (interval == 0) {
             vdo->next_trim[role] = 0;
             continue;
         }
         if (vdo->next_trim[role] == 0)
-            vdo->next_trim[role] = now + p->vdo.fstrim_interval;
+            vdo->next_trim[role] = now + interval;
         else if (now >= vdo->next_trim[role]) {
             due[role] = true;
-            vdo->next_trim[role] = now + p->vdo.fstrim_interval;
+            vdo->next_trim[role] = now + interval;
         }
     }
     for (size_t i = 0; obs && i < obs->n; i++) {
         const VolumeObservation *v = &obs->volumes[i];
-        if (!v->dm_up || !v->mounted_ours || !due[v->role])
+        VolumeMaintenance m = {};
+        if (!due[v->role] || !v->declared)
             continue;
-        int r = trim_start(a, v);
+        /* The backend says whether the volume can take it now (up). */
+        int r = volume_maintenance(layout_pool(agent_layout(a), v->role), v, &m);
+        if (r >= 0 && m.argv)
+            r = trim_start(a, v, &m);
         if (r < 0)
-            log_warning_errno(r, "volume %s: cannot start fstrim, ignoring: %m", v->name);
+            log_warning_errno(r, "volume %s: cannot start %s, ignoring: %m", v->name, m.name ?: "maintenance");
+        volume_maintenance_done(&m);
     }
     (void) sd_event_source_set_time_relative(s, VDO_TRIM_CHECK_INTERVAL);
     (void) sd_event_source_set_enabled(s, SD_EVENT_ONESHOT);
@@ -252,13 +271,13 @@ void agent_vdo_stop(Agent *a) {
 
 void agent_vdo_volume_json(Agent *a, const VolumeObservation *v, json_object *o) {
     json_object *j = NULL;
-    if (v->backend != BACKEND_VDO_XFS || !json_object_object_get_ex(o, "vdo", &j) || !j)
+    if (!json_object_object_get_ex(o, "vdo", &j) || !j)
         return;
     /* What only the agent knows: the periodic fstrim. */
-    const Pool *p = layout_pool(agent_layout(a), v->role);
+    const Pool *p = v->declared ? layout_pool(agent_layout(a), v->role) : NULL;
     json_object *t = json_object_new_object();
     json_object_object_add(t, "interval_seconds",
-                           json_object_new_int64(p && p->has_vdo ? (int64_t) (p->vdo.fstrim_interval / USEC_PER_SEC) : 0));
+                           json_object_new_int64((int64_t) (maintenance_interval(p) / USEC_PER_SEC)));
     AgentVdoVolume *av = vdo_entry_find(a, v->name);
     json_object_object_add(t, "running", json_object_new_boolean(av && av->trim));
     json_object_object_add(t, "runs", json_object_new_uint64(av ? av->trims : 0));

@@ -84,11 +84,13 @@ static int place_observe_cached(void *userdata, const VolumeRecord *v, const cha
         return 0;
     }
     /* What growth can still add counts as free: a volume that grows is
-     * not full (ext4 gains inodes with its size, in proportion). */
+     * not full (a filesystem with a fixed inode table, ext4, gains inodes
+     * with its size, in proportion). */
     uint64_t growable = agent_capacity_growable(a, o);
+    const FsType *fs = fs_type_find(o->mount.fstype);
     ret->free_bytes = o->fs_avail + growable;
     ret->free_inodes = o->fs_inodes_free;
-    if (growable && o->file_size && streq_ptr(o->mount.fstype, "ext4"))
+    if (growable && o->file_size && fs && fs->fixed_inodes)
         ret->free_inodes += (uint64_t) ((unsigned __int128) o->fs_inodes * growable / o->file_size);
     if (o->fs_read_only)
         ret->flags |= PLACE_VOLUME_READ_ONLY;

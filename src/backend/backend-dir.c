@@ -102,7 +102,6 @@ static void dir_destroy(VolumeSetup *s, const VolumeObservation *o) {
 }
 
 const VolumeBackend dir_backend = {
-    .backend = BACKEND_DIR,
     .observe = dir_observe,
     .plan = dir_plan,
     .apply_step = dir_apply_step,

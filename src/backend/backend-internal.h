@@ -2,7 +2,7 @@
 #pragma once
 
 /*
- * Steps and checks that more than one backend needs (loop-ext4, loop-xfs
+ * Steps and checks that more than one backend needs (the loop backends
  * and vdo-xfs share the backing file, the loop device, mkfs, the mount and
  * the growth of the file). Not exported beyond src/backend/: each backend's
  * apply_step composes them; the rules they enforce (never overcommit the
@@ -11,11 +11,13 @@
 
 #include "backend.h"
 
-/* Runs argv with argv[0] resolved in PATH; words "not found: install X"
- * and a failure with the tool's last lines into sr. An ext4 online resize
- * denied for lack of CAP_SYS_RESOURCE is -EPERM with that said.
+/* Runs argv with argv[0] resolved in PATH; words "not found: install
+ * <package>" and a failure with the tool's last lines into sr. When the
+ * kernel denied it and `capability` is what the kernel checks for it (an
+ * online grow: the FsType row's grow.capability_name, CAP_SYS_RESOURCE for
+ * ext4), it is -EPERM with that said. package and capability may be NULL.
  * Returns: -ENOENT, -ENOSPC, -EPERM, -EPROTO, -errno, 0. */
-int backend_run_tool(char **argv, ApplyStepResult *sr);
+int backend_run_tool(char **argv, const char *package, const char *capability, ApplyStepResult *sr);
 
 /* Volumes are never overcommitted: need bytes must fit in the free space
  * of dir's filesystem on top of what our other sparse files may still
@@ -30,7 +32,8 @@ int backend_step_create_file(VolumeSetup *s, const PlanStep *p, ApplyStepResult 
 int backend_step_attach(VolumeSetup *s, const PlanStep *p, ApplyStepResult *sr);
 /* DETACH of p->path (a loop node). */
 int backend_step_detach(VolumeSetup *s, const PlanStep *p, ApplyStepResult *sr);
-/* FORMAT of node (which must probe blank) as p->fs_type, with a new UUID
+/* FORMAT of node (which must probe blank) as p->fs_type (a row of the
+ * FsType table), with a new UUID
  * saved in the record before mkfs and formatted=true after it. Only when
  * the record says layoutd created the storage. prezeroed: the file was
  * created by this very run (mkfs need not zero). */
@@ -52,8 +55,9 @@ int backend_step_set_limits(VolumeSetup *s, const PlanStep *p, ApplyStepResult *
  * checked) and refreshes the loop device's size. *ret_new_size: the
  * device's size now. */
 int backend_grow_storage(VolumeSetup *s, const PlanStep *p, uint64_t *ret_new_size, ApplyStepResult *sr);
-/* The filesystem half of GROW: resize2fs / xfs_growfs on node, mounted at
- * p->mount_path; then the record's size. */
+/* The filesystem half of GROW: the FsType row's grow command (resize2fs
+ * on node, xfs_growfs or btrfs filesystem resize on p->mount_path); then
+ * the record's size. */
 int backend_grow_fs(VolumeSetup *s, const PlanStep *p, const char *node, uint64_t new_size, ApplyStepResult *sr);
 
 /* Teardown pieces: unmount (holders named when busy; lazily only when
@@ -104,9 +108,9 @@ bool backend_plan_check_identity(PlanBuilder *b, const PlanSubject *subj, const 
  * volume_size (and not grown there by the pool's growth): a note, not a
  * block. Returns true when it emitted it. */
 bool backend_plan_shrink_note(PlanBuilder *b, const PlanSubject *subj, const Pool *p, const VolumeObservation *o);
-/* GROW to want bytes when the file (or the record, after a grow that
+/* GROW (with fs's grow command) to want bytes when the file (or the record, after a grow that
  * stopped half-way) is smaller. */
 void backend_plan_grow(PlanBuilder *b, const PlanSubject *subj, const VolumeRecord *rec, const VolumeObservation *o,
-                       const char *fs_type, uint64_t want);
+                       const FsType *fs, uint64_t want);
 /* SET_LIMITS when the pool asks for writeback limits the bdi lacks. */
 void backend_plan_limits(PlanBuilder *b, const PlanSubject *subj, const Pool *p, const VolumeObservation *o);

@@ -1,7 +1,9 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 /*
- * The planner of loop-ext4 and loop-xfs: backing file -> loop device with
- * direct I/O -> filesystem -> mount, grown online, never shrunk. Pure.
+ * The planner of the loop backends (loop-ext4, loop-xfs, loop-btrfs):
+ * backing file -> loop device with direct I/O -> the filesystem of the
+ * backend's traits (its FsType row) -> mount, grown online, never shrunk.
+ * Pure.
  *
  * One function per concern, in the order a volume is brought up; each
  * returns false when the volume is left alone from there on (a refusal or
@@ -21,7 +23,7 @@ typedef struct LoopPlan {
     const Pool *pool;
     const VolumeRecord *rec;
     const VolumeObservation *o;
-    const char *fs;              /* "ext4" / "xfs" */
+    const FsType *fs;            /* the backend's filesystem */
     char *label;
 } LoopPlan;
 
@@ -37,19 +39,19 @@ static void emit_attach(LoopPlan *lp, bool direct_io) {
 
 static void emit_format(LoopPlan *lp, const char *why) {
     PlanStep *s = plan_builder_emit(lp->b, lp->subj, PLAN_STEP_FORMAT, "format %s as %s (%snew UUID, label %s)",
-                                    lp->o->name, lp->fs, why, lp->label);
+                                    lp->o->name, lp->fs->name, why, lp->label);
     if (s) {
         plan_builder_set(lp->b, &s->path, lp->o->backing_path);
-        plan_builder_set(lp->b, &s->fs_type, lp->fs);
+        plan_builder_set(lp->b, &s->fs_type, lp->fs->name);
     }
 }
 
 static void emit_mount(LoopPlan *lp) {
-    PlanStep *s = plan_builder_emit(lp->b, lp->subj, PLAN_STEP_MOUNT, "mount %s (%s) on %s", lp->o->name, lp->fs,
-                                    lp->o->mount_path);
+    PlanStep *s = plan_builder_emit(lp->b, lp->subj, PLAN_STEP_MOUNT, "mount %s (%s) on %s", lp->o->name,
+                                    lp->fs->name, lp->o->mount_path);
     if (s) {
         plan_builder_set(lp->b, &s->mount_path, lp->o->mount_path);
-        plan_builder_set(lp->b, &s->fs_type, lp->fs);
+        plan_builder_set(lp->b, &s->fs_type, lp->fs->name);
     }
 }
 
@@ -123,10 +125,10 @@ static bool plan_mount(LoopPlan *lp) {
 void loop_backend_plan(PlanBuilder *b, const PlanSubject *subj, const Pool *p, const VolumeRecord *rec,
                        const VolumeObservation *o) {
     const BackendTraits *t = backend_traits(p->backend);
-    LoopPlan lp = { .b = b, .subj = subj, .pool = p, .rec = rec, .o = o, .fs = t ? t->fs_type : NULL };
+    LoopPlan lp = { .b = b, .subj = subj, .pool = p, .rec = rec, .o = o, .fs = t ? t->fs : NULL };
     bool need_format = false;
 
-    if (!lp.fs || plan_volume_label(lp.fs, o->role, o->index, o->name, &lp.label) < 0) {
+    if (!lp.fs || plan_volume_label(lp.fs->name, o->role, o->index, o->name, &lp.label) < 0) {
         b->error = lp.fs ? -ENOMEM : -EINVAL;
         return;
     }
@@ -141,7 +143,7 @@ void loop_backend_plan(PlanBuilder *b, const PlanSubject *subj, const Pool *p, c
                             o->name, o->backing_path);
         goto done;
     }
-    if (backend_plan_check_identity(b, subj, rec, o, &o->probe, o->probed, o->probe_error, lp.fs,
+    if (backend_plan_check_identity(b, subj, rec, o, &o->probe, o->probed, o->probe_error, lp.fs->name,
                                     rec ? rec->fs_uuid : NULL, &need_format))
         goto done;
     backend_plan_shrink_note(b, subj, p, o);
@@ -171,7 +173,7 @@ void loop_backend_plan_grow(PlanBuilder *b, const PlanSubject *subj, const Pool 
                             o->name, new_size, o->file_size);
         return;
     }
-    backend_plan_grow(b, subj, rec, o, t ? t->fs_type : NULL, new_size);
+    backend_plan_grow(b, subj, rec, o, t ? t->fs : NULL, new_size);
 }
 
 void loop_backend_plan_teardown(PlanBuilder *b, const PlanSubject *subj, const VolumeRecord *rec,

@@ -1,8 +1,9 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 /*
- * loop-ext4 and loop-xfs: a sparse backing file, a loop device in direct-
- * I/O mode (read back from the kernel), ext4 or XFS, a mount. The planner
- * is backend-loop-plan.c; the steps are the shared ones of
+ * The loop backends (loop-ext4, loop-xfs, loop-btrfs): a sparse backing
+ * file, a loop device in direct-I/O mode (read back from the kernel), the
+ * filesystem of the backend's traits (its FsType row), a mount. The
+ * planner is backend-loop-plan.c; the steps are the shared ones of
  * backend-steps.c, on the loop device.
  */
 #include <errno.h>
@@ -103,20 +104,9 @@ static void loop_destroy(VolumeSetup *s, const VolumeObservation *o) {
     (void) backend_teardown_destroy(s, o, false);
 }
 
-const VolumeBackend loop_ext4_backend = {
-    .backend = BACKEND_LOOP_EXT4,
-    .observe = loop_observe,
-    .plan = loop_backend_plan,
-    .plan_grow = loop_backend_plan_grow,
-    .apply_step = loop_apply_step,
-    .rollback = loop_rollback,
-    .plan_teardown = loop_backend_plan_teardown,
-    .teardown = loop_teardown,
-    .destroy = loop_destroy,
-};
-
-const VolumeBackend loop_xfs_backend = {
-    .backend = BACKEND_LOOP_XFS,
+/* One table for every loop backend: what differs between them is the
+ * filesystem, which the planner takes from the backend's traits. */
+const VolumeBackend loop_backend = {
     .observe = loop_observe,
     .plan = loop_backend_plan,
     .plan_grow = loop_backend_plan_grow,

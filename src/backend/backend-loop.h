@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 #pragma once
-/* loop-ext4 / loop-xfs: the two files of the backend (backend-loop.c,
+/* The loop backends: the two files of the backend (backend-loop.c,
  * backend-loop-plan.c) share these; the table entries are in backends.c. */
 
 #include "backend.h"
@@ -11,4 +11,4 @@ void loop_backend_plan_grow(PlanBuilder *b, const PlanSubject *subj, const Pool 
                             const VolumeObservation *o, uint64_t new_size);
 void loop_backend_plan_teardown(PlanBuilder *b, const PlanSubject *subj, const VolumeRecord *rec,
                                 const VolumeObservation *o, const TeardownOptions *opts);
-extern const VolumeBackend loop_ext4_backend, loop_xfs_backend;
+extern const VolumeBackend loop_backend;

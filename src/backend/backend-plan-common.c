@@ -13,6 +13,7 @@
 #include <errno.h>
 #include <inttypes.h>
 #include <stdio.h>
+#include <string.h>
 
 #include "backend-internal.h"
 #include "identity.h"
@@ -115,9 +116,18 @@ bool backend_plan_shrink_note(PlanBuilder *b, const PlanSubject *subj, const Poo
     return true;
 }
 
+/* "resize2fs", "btrfs filesystem resize max": the row's grow command,
+ * for a step's description. */
+static const char *grow_command(const FsType *fs, char *buf, size_t n) {
+    buf[0] = 0;
+    for (const char *const *a = fs && fs->grow.argv ? fs->grow.argv : NULL; a && *a; a++)
+        snprintf(buf + strlen(buf), n - strlen(buf), "%s%s", a == fs->grow.argv ? "" : " ", *a);
+    return buf[0] ? buf : "the filesystem's grow";
+}
+
 void backend_plan_grow(PlanBuilder *b, const PlanSubject *subj, const VolumeRecord *rec, const VolumeObservation *o,
-                       const char *fs_type, uint64_t want) {
-    char sz[32], sz2[32];
+                       const FsType *fs, uint64_t want) {
+    char sz[32], sz2[32], cmd[64];
     /* rec->size moves only after the filesystem grew: a grow that failed
      * half-way (file extended, fs not) is retried. */
     uint64_t have = o->file_size;
@@ -128,11 +138,11 @@ void backend_plan_grow(PlanBuilder *b, const PlanSubject *subj, const VolumeReco
     PlanStep *s = plan_builder_emit(b, subj, PLAN_STEP_GROW,
                                     "grow %s from %s to %s online (extend %s, refresh the device, %s)", o->name,
                                     plan_format_size(sz, have), plan_format_size(sz2, want), o->backing_path,
-                                    streq_ptr(fs_type, "xfs") ? "xfs_growfs" : "resize2fs");
+                                    grow_command(fs, cmd, sizeof cmd));
     if (s) {
         plan_builder_set(b, &s->path, o->backing_path);
         plan_builder_set(b, &s->mount_path, o->mount_path);
-        plan_builder_set(b, &s->fs_type, fs_type);
+        plan_builder_set(b, &s->fs_type, fs ? fs->name : NULL);
         s->size = want;
         s->old_size = have;
     }

@@ -29,16 +29,6 @@
 
 #define UDEV_TIMEOUT (10 * USEC_PER_SEC)
 
-static const char *package_of(const char *program) {
-    if (strstr(program, "xfs"))
-        return "xfsprogs";
-    if (strstr(program, "ext4") || strstr(program, "resize2fs"))
-        return "e2fsprogs";
-    if (strstr(program, "vdo"))
-        return "vdo";
-    return "the package that provides it";
-}
-
 /* The last few lines of a tool's output, for an error message. */
 static const char *tail_lines(const char *out, int lines) {
     if (!out)
@@ -55,7 +45,7 @@ static const char *tail_lines(const char *out, int lines) {
     return *p == '\n' ? p + 1 : p;
 }
 
-int backend_run_tool(char **argv, ApplyStepResult *sr) {
+int backend_run_tool(char **argv, const char *package, const char *capability, ApplyStepResult *sr) {
     _cleanup_free_ char *exe = NULL, *out = NULL;
     const char *prog = argv[0];
     int status = 0;
@@ -63,7 +53,7 @@ int backend_run_tool(char **argv, ApplyStepResult *sr) {
      * an operator, or a test, can choose the tools. */
     int r = dev_find_program(prog, &exe);
     if (r == -ENOENT) {
-        apply_step_result_message(sr, "%s not found: install %s", prog, package_of(prog));
+        apply_step_result_message(sr, "%s not found: install %s", prog, package ?: "the package that provides it");
         return -ENOENT;
     }
     if (r < 0)
@@ -73,7 +63,7 @@ int backend_run_tool(char **argv, ApplyStepResult *sr) {
     r = dev_run_program(argv, &out, &status);
     argv[0] = saved;
     if (r == -ENOENT) {
-        apply_step_result_message(sr, "%s not found: install %s", prog, package_of(prog));
+        apply_step_result_message(sr, "%s not found: install %s", prog, package ?: "the package that provides it");
         return r;
     }
     if (r == -EPROTO) {
@@ -82,13 +72,14 @@ int backend_run_tool(char **argv, ApplyStepResult *sr) {
                                   WIFEXITED(status) ? WEXITSTATUS(status) : -1, isempty(t) ? "no output" : t);
         if (out && (strstr(out, "No space left") || strstr(out, "ENOSPC")))
             return -ENOSPC;
-        /* ext4 online resize needs CAP_SYS_RESOURCE (ext4_resize_begin);
-         * containers often drop it. Say so instead of "Permission denied". */
-        if (out && strstr(out, "Permission denied to resize")) {
-            apply_step_result_message(sr,
-                                      "%s: online ext4 resize was denied by the kernel (it needs CAP_SYS_RESOURCE, "
-                                      "which this process lacks): %s",
-                                      prog, t);
+        /* The kernel checks a capability (ext4's online resize wants
+         * CAP_SYS_RESOURCE: ext4_resize_begin), and containers often drop
+         * it. Say which instead of "Permission denied". resize2fs words it
+         * "Permission denied to resize", xfs_growfs and btrfs print
+         * strerror(EPERM). */
+        if (capability && out && (strstr(out, "Permission denied") || strstr(out, "Operation not permitted"))) {
+            apply_step_result_message(sr, "%s was denied by the kernel (it needs %s, which this process lacks): %s",
+                                      prog, capability, t);
             return -EPERM;
         }
         return r;
@@ -294,9 +285,15 @@ static bool is_our_filesystem(const ProbeResult *pr, const VolumeRecord *rec, co
 
 int backend_step_format(VolumeSetup *s, const PlanStep *p, const char *node, bool prezeroed, ApplyStepResult *sr) {
     VolumeRecord *rec = volume_setup_record(s);
+    const FsType *fs = fs_type_find(p->fs_type);
     ProbeResult pr = {};
     int r;
 
+    if (!fs) {
+        apply_step_result_message(sr, "cannot format %s: %s is not a filesystem layoutd knows", s->name,
+                                  p->fs_type ?: "(none)");
+        return -EINVAL;
+    }
     /* The rules again, at the last moment: only a blank volume whose
      * backing storage this agent created, never anything with a signature. */
     if (!rec || !rec->created_file || rec->formatted) {
@@ -364,7 +361,7 @@ int backend_step_format(VolumeSetup *s, const PlanStep *p, const char *node, boo
         apply_step_result_message(sr, "cannot build the mkfs command line (check mkfs_options): %s", strerror(-r));
         return r;
     }
-    r = backend_run_tool(argv, sr);
+    r = backend_run_tool(argv, fs->package, NULL, sr);
     if (r < 0)
         return r;
 
@@ -521,10 +518,11 @@ int backend_grow_storage(VolumeSetup *s, const PlanStep *p, uint64_t *ret_new_si
 
 int backend_grow_fs(VolumeSetup *s, const PlanStep *p, const char *node, uint64_t new_size, ApplyStepResult *sr) {
     _cleanup_strv_free_ char **argv = NULL;
+    const FsType *fs = fs_type_find(p->fs_type);
     int r = mkfs_grow_argv(p->fs_type, node, p->mount_path, &argv);
     if (r < 0)
         return r;
-    r = backend_run_tool(argv, sr);
+    r = backend_run_tool(argv, fs->package, fs->grow.capability_name, sr);
     if (r < 0) {
         /* The device is larger now and data may be written to the fs, so
          * nothing is shrunk back; growing again is safe. */

@@ -25,6 +25,7 @@ typedef struct VdoPlan {
     const Pool *pool;
     const VolumeRecord *rec;
     const VolumeObservation *o;
+    const FsType *fs;            /* XFS, from the backend's traits */
     char *label;
 } VdoPlan;
 
@@ -66,20 +67,20 @@ static void emit_dm_create(VdoPlan *vp) {
 
 static void emit_format(VdoPlan *vp) {
     PlanStep *s = plan_builder_emit(vp->b, vp->subj, PLAN_STEP_FORMAT,
-                                    "format /dev/mapper/layoutd-%s as xfs (-K: no discard; new UUID, label %s)",
-                                    vp->o->name, vp->label);
+                                    "format /dev/mapper/layoutd-%s as %s (-K: no discard; new UUID, label %s)",
+                                    vp->o->name, vp->fs->name, vp->label);
     if (s) {
         plan_builder_set(vp->b, &s->path, vp->o->backing_path);
-        plan_builder_set(vp->b, &s->fs_type, "xfs");
+        plan_builder_set(vp->b, &s->fs_type, vp->fs->name);
     }
 }
 
 static void emit_mount(VdoPlan *vp) {
-    PlanStep *s = plan_builder_emit(vp->b, vp->subj, PLAN_STEP_MOUNT, "mount /dev/mapper/layoutd-%s (xfs) on %s",
-                                    vp->o->name, vp->o->mount_path);
+    PlanStep *s = plan_builder_emit(vp->b, vp->subj, PLAN_STEP_MOUNT, "mount /dev/mapper/layoutd-%s (%s) on %s",
+                                    vp->o->name, vp->fs->name, vp->o->mount_path);
     if (s) {
         plan_builder_set(vp->b, &s->mount_path, vp->o->mount_path);
-        plan_builder_set(vp->b, &s->fs_type, "xfs");
+        plan_builder_set(vp->b, &s->fs_type, vp->fs->name);
     }
 }
 
@@ -191,7 +192,7 @@ static bool plan_filesystem(VdoPlan *vp) {
         return true;
     }
     if (backend_plan_check_identity(vp->b, vp->subj, vp->rec, o, &o->fs_probe, o->fs_probed, o->fs_probe_error,
-                                    "xfs", vp->rec->fs_uuid, &need_format))
+                                    vp->fs->name, vp->rec->fs_uuid, &need_format))
         return false;
     if (need_format)
         emit_format(vp);
@@ -231,7 +232,7 @@ static void plan_vdo_grow(VdoPlan *vp, uint64_t physical, uint64_t logical) {
     if (s) {
         plan_builder_set(vp->b, &s->path, o->backing_path);
         plan_builder_set(vp->b, &s->mount_path, o->mount_path);
-        plan_builder_set(vp->b, &s->fs_type, "xfs");
+        plan_builder_set(vp->b, &s->fs_type, vp->fs->name);
         s->size = grow_physical ? physical : o->file_size;
         s->old_size = o->file_size;
     }
@@ -239,14 +240,15 @@ static void plan_vdo_grow(VdoPlan *vp, uint64_t physical, uint64_t logical) {
 
 void vdo_backend_plan(PlanBuilder *b, const PlanSubject *subj, const Pool *p, const VolumeRecord *rec,
                       const VolumeObservation *o) {
-    VdoPlan vp = { .b = b, .subj = subj, .pool = p, .rec = rec, .o = o };
+    const BackendTraits *t = backend_traits(p->backend);
+    VdoPlan vp = { .b = b, .subj = subj, .pool = p, .rec = rec, .o = o, .fs = t ? t->fs : NULL };
     bool need_vdoformat = false;
 
-    if (!p->has_vdo) {
+    if (!p->has_vdo || !vp.fs) {
         b->error = -EINVAL;
         return;
     }
-    if (plan_volume_label("xfs", o->role, o->index, o->name, &vp.label) < 0) {
+    if (plan_volume_label(vp.fs->name, o->role, o->index, o->name, &vp.label) < 0) {
         b->error = -ENOMEM;
         return;
     }
@@ -283,7 +285,12 @@ done:
 
 void vdo_backend_plan_grow(PlanBuilder *b, const PlanSubject *subj, const Pool *p, const VolumeRecord *rec,
                            const VolumeObservation *o, uint64_t new_size) {
-    VdoPlan vp = { .b = b, .subj = subj, .pool = p, .rec = rec, .o = o };
+    const BackendTraits *t = backend_traits(p->backend);
+    VdoPlan vp = { .b = b, .subj = subj, .pool = p, .rec = rec, .o = o, .fs = t ? t->fs : NULL };
+    if (!vp.fs) {
+        b->error = -EINVAL;
+        return;
+    }
     if (!o->mounted_ours || !o->dm_up) {
         plan_builder_refuse(b, subj, PLAN_STEP_REFUSE, "not-mounted", true,
                             "cannot grow %s: its dm-vdo target is not up and mounted", o->name);

@@ -145,7 +145,7 @@ static int step_dm_create(VolumeSetup *s, const PlanStep *p, ApplyStepResult *sr
     if (rec && rec->formatted) {
         ProbeResult pr = {};
         r = probe_path(s->dm_node, &pr);
-        bool ours = r >= 0 && streq_ptr(pr.type, "xfs") && pr.uuid && rec->fs_uuid &&
+        bool ours = r >= 0 && streq_ptr(pr.type, rec->fs_type) && pr.uuid && rec->fs_uuid &&
                     strcasecmp(pr.uuid, rec->fs_uuid) == 0;
         if (!ours) {
             apply_step_result_message(sr, "%s holds %s %s, not the filesystem this agent made (XFS UUID %s): refusing it",
@@ -415,8 +415,23 @@ static void vdo_metrics(const Observation *obs, MetricsWriter *w) {
     }
 }
 
+/* The periodic fstrim: online discard stalls all I/O of XFS on VDO during
+ * deletes (dm-vdo/vdo#57, kvdo#16), so the maintainers' advice is a
+ * periodic fstrim; it is how freed blocks go back to VDO. The layout
+ * refuses mount_options: discard for the same reason. */
+static int vdo_maintenance(const Pool *p, const VolumeObservation *o, VolumeMaintenance *ret) {
+    *ret = (VolumeMaintenance) {};
+    if (!p->has_vdo || p->vdo.fstrim_interval == 0)
+        return 0;
+    ret->name = "fstrim";
+    ret->interval = p->vdo.fstrim_interval;
+    ret->package = "util-linux";
+    if (!o || !o->dm_up || !o->mounted_ours)
+        return 0;
+    return vdo_fstrim_argv(o->mount_path, &ret->argv);
+}
+
 const VolumeBackend vdo_xfs_backend = {
-    .backend = BACKEND_VDO_XFS,
     .observe = vdo_observe,
     .plan = vdo_backend_plan,
     .plan_grow = vdo_backend_plan_grow,
@@ -426,5 +441,6 @@ const VolumeBackend vdo_xfs_backend = {
     .teardown = vdo_teardown,
     .destroy = vdo_destroy,
     .to_json = vdo_to_json,
+    .maintenance = vdo_maintenance,
     .metrics = vdo_metrics,
 };

@@ -2,18 +2,19 @@
 #pragma once
 
 /*
- * The volume backends: one ops table per backend (dir, loop-ext4,
- * loop-xfs, vdo-xfs), in the manner of the kernel's file_operations and
+ * The volume backends: one ops table per backend (dir, the loop backends,
+ * vdo-xfs), in the manner of the kernel's file_operations and
  * stratisd's engine trait. Everything that differs between backends is
  * behind these ops, and nothing outside src/backend/backend-<name>*.c
  * branches on a Backend value: the drivers (observe, plan, apply,
  * teardown, repair) look the table up and call through it.
  *
  * Adding a backend: a file set backend-<name>.c (observe, apply_step,
- * rollback, teardown, to_json, metrics) and backend-<name>-plan.c (the
- * pure planner), one entry in backend_table[] (backends.c), one entry in
- * the layout's Backend enum and traits. docs/architecture.md walks
- * through an example.
+ * rollback, teardown, to_json, metrics, maintenance) and
+ * backend-<name>-plan.c (the pure planner), one entry in volume_backends[]
+ * (backends.c), one entry in the layout's Backend enum, names and traits.
+ * A loop backend on another filesystem is only the last two and an FsType
+ * row: its entry is &loop_backend. docs/architecture.md walks through it.
  *
  * The plan ops are pure (they read their arguments only); the others do
  * device work and run only in layoutctl or in the agent's workers.
@@ -33,9 +34,21 @@ typedef struct TeardownOptions {
     bool remove_workspaces;  /* with destroy_data: active workspaces go too */
 } TeardownOptions;
 
-typedef struct VolumeBackend {
-    Backend backend;
+/* Work a volume wants now and then, outside any plan: the agent only
+ * schedules it, the backend says what and how often (vdo-xfs: fstrim,
+ * since online discard stalls XFS on VDO, dm-vdo/vdo#57). */
+typedef struct VolumeMaintenance {
+    const char *name;        /* "fstrim": for the log and the API */
+    usec_t interval;         /* how often; 0: none */
+    const char *package;     /* has argv[0]: "not found: install ..." */
+    char **argv;             /* the command for this volume now (argv[0]
+                                looked up in PATH), or NULL: none, or the
+                                volume cannot take it now (not up) */
+} VolumeMaintenance;
 
+void volume_maintenance_done(VolumeMaintenance *m);
+
+typedef struct VolumeBackend {
     /* Reads what exists of the volume into *o. The common fields (name,
      * role, index, backend, declared, mount_path, dir_exists, mounted,
      * mount) are filled already; the driver fills statvfs afterwards when
@@ -88,10 +101,23 @@ typedef struct VolumeBackend {
     /* Writes the backend's own metric families over the volumes of obs
      * that are its own. NULL: none. */
     void (*metrics)(const Observation *obs, MetricsWriter *w);
+
+    /* Pure: the periodic maintenance the volumes of pool p want (see
+     * VolumeMaintenance); o, when not NULL, is the volume the command is
+     * for. NULL: the backend needs none. Returns: -ENOMEM, 0. */
+    int (*maintenance)(const Pool *p, const VolumeObservation *o, VolumeMaintenance *ret);
 } VolumeBackend;
 
 /* The ops of a backend (never NULL for a valid Backend; NULL otherwise). */
 const VolumeBackend *volume_backend_get(Backend b);
 
-/* Every backend's ops, for the drivers that visit all of them (metrics). */
+/* Every backend's ops, for the drivers that visit all of them (metrics).
+ * Backends that differ only in their traits (the loop backends: their
+ * filesystem) share one table. */
 extern const VolumeBackend *const volume_backends[_BACKEND_MAX];
+
+/* The maintenance of pool p's volumes, and of o now (o may be NULL), as its
+ * backend's maintenance op says; none for a backend without one. Free *ret
+ * with volume_maintenance_done(). Returns: -EINVAL (no such backend),
+ * -ENOMEM, 0. */
+int volume_maintenance(const Pool *p, const VolumeObservation *o, VolumeMaintenance *ret);

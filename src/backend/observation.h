@@ -60,7 +60,7 @@ typedef struct VolumeObservation {
     LoopIoStats io;
 
     /* Signatures on the storage: the loop device if attached, else the
-     * file. For loop-ext4/xfs that is the filesystem; for vdo-xfs the VDO
+     * file. For the loop backends that is the filesystem; for vdo-xfs the VDO
      * super block. */
     bool probed;
     int probe_error;
@@ -92,7 +92,8 @@ typedef struct VolumeObservation {
     uint64_t fs_size, fs_used, fs_avail, fs_inodes, fs_inodes_free;
     bool fs_read_only;         /* ST_RDONLY: mounted ro, or remounted ro after errors */
     bool has_fs_errors;
-    uint64_t fs_errors;        /* ext4: /sys/fs/ext4/<dev>/errors_count */
+    uint64_t fs_errors;        /* where the FsType row says (ext4: errors_count,
+                                  btrfs: device stats); XFS keeps none */
     /* Writes fail although the mount says rw: ext4 went emergency_ro
      * (an error with errors=remount-ro... or the host fs full under it),
      * or the filesystem shut down (ext4 "shutdown", XFS: statvfs EIO). */

@@ -114,7 +114,7 @@ void volume_report_metrics(const Observation *obs, MetricsWriter *w) {
     VOLUME_FAMILY("layoutd_volume_fs_failed", METRIC_GAUGE,
                   "1 when the filesystem stopped taking writes while mounted rw (emergency_ro, shutdown)",
                   volume_observation_is_up(v) && (value = v->fs_emergency_ro || v->fs_shutdown, true));
-    VOLUME_FAMILY("layoutd_volume_fs_errors", METRIC_GAUGE, "Errors the filesystem recorded (ext4 errors_count)",
+    VOLUME_FAMILY("layoutd_volume_fs_errors", METRIC_GAUGE, "Errors the filesystem recorded (ext4 errors_count, btrfs device stats)",
                   v->has_fs_errors && (value = (double) v->fs_errors, true));
     VOLUME_FAMILY("layoutd_volume_backing_size_bytes", METRIC_GAUGE, "Apparent size of the backing file",
                   v->backing_path && v->file_exists && (value = (double) v->file_size, true));
@@ -129,7 +129,13 @@ void volume_report_metrics(const Observation *obs, MetricsWriter *w) {
                   v->has_bdi && v->bdi.has_max_bytes && (value = (double) v->bdi.max_bytes, true));
 #undef VOLUME_FAMILY
 
-    for (Backend b = 0; b < _BACKEND_MAX; b++)
-        if (volume_backends[b] && volume_backends[b]->metrics)
-            volume_backends[b]->metrics(obs, w);
+    /* Once per table: the loop backends share one. */
+    for (Backend b = 0; b < _BACKEND_MAX; b++) {
+        const VolumeBackend *vb = volume_backends[b];
+        bool seen = false;
+        for (Backend e = 0; e < b; e++)
+            seen = seen || volume_backends[e] == vb;
+        if (vb && vb->metrics && !seen)
+            vb->metrics(obs, w);
+    }
 }

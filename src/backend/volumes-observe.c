@@ -6,8 +6,6 @@
  */
 #include <errno.h>
 #include <inttypes.h>
-#include <libgen.h>
-#include <limits.h>
 #include <stdio.h>
 #include <sys/stat.h>
 #include <sys/statvfs.h>
@@ -16,6 +14,7 @@
 
 #include "backend-internal.h"
 #include "dev-util.h"
+#include "fs-errors.h"
 #include "identity.h"
 #include "util.h"
 #include "volumes.h"
@@ -74,24 +73,19 @@ void backend_observe_probe(VolumeObservation *o, const char *node) {
         o->probe_error = -r;
 }
 
-/* ext4 counts the errors it met since mkfs in /sys/fs/ext4/<dev>/
- * errors_count (a filesystem with errors may go read-only, or be
- * remounted so): the device is the one behind the mount. */
-static void observe_fs_errors(VolumeObservation *o) {
-    _cleanup_free_ char *link = NULL, *path = NULL;
-    char target[PATH_MAX];
-    if (!o->mounted || !streq_ptr(o->mount.fstype, "ext4"))
+/* The errors the filesystem counted since mkfs (a filesystem with errors
+ * may go read-only, or be remounted so), where its FsType row says: ext4's
+ * errors_count, btrfs's device stats. The device is the one behind the
+ * mount; the UUID is the record's, or the probe's. */
+static void observe_fs_errors(const VolumeSpec *spec, VolumeObservation *o) {
+    const FsType *fs = o->mounted ? fs_type_find(o->mount.fstype) : NULL;
+    if (!fs)
         return;
-    if (dev_sysfs_path(o->mount.devno, NULL, &link) < 0)
-        return;
-    ssize_t n = readlink(link, target, sizeof target - 1);
-    if (n <= 0)
-        return;
-    target[n] = 0;
-    if (asprintf(&path, "/sys/fs/ext4/%s/errors_count", basename(target)) < 0)
-        return;
+    const char *uuid = spec->record && spec->record->fs_uuid ? spec->record->fs_uuid
+                       : streq_ptr(o->probe.type, fs->name) ? o->probe.uuid
+                                                            : NULL;
     uint64_t v;
-    if (dev_read_u64_file(path, &v) >= 0) {
+    if (fs_errors_read(fs, o->mount.devno, uuid, &v) >= 0) {
         o->has_fs_errors = true;
         o->fs_errors = v;
     }
@@ -154,7 +148,7 @@ static int observe_spec(const Layout *l, const VolumeSpec *spec, VolumeObservati
         r = observe_statvfs(&o);
         if (r < 0)
             o.statvfs_error = -r;
-        observe_fs_errors(&o);
+        observe_fs_errors(spec, &o);
         observe_fs_state(&o);
         int k = volume_identity_read(o.mount_path, &o.identity);
         if (k == -ENOMEM) {

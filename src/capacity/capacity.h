@@ -68,7 +68,12 @@ typedef enum GrowthAction {
 } GrowthAction;
 
 typedef struct GrowthEnv {
-    bool can_resize_ext4;     /* CAP_SYS_RESOURCE: ext4 online resize needs it */
+    uint64_t missing_capabilities; /* bit N: capability N is not in the
+                                      agent's effective set (0: none
+                                      missing, or not known). A filesystem
+                                      whose online grow needs one of them
+                                      (FsType.grow: ext4 CAP_SYS_RESOURCE)
+                                      does not grow. */
 } GrowthEnv;
 
 typedef struct GrowthDecision {
@@ -92,7 +97,7 @@ int capacity_growth_decide(const Pool *p, const VolumeObservation *v, const Obse
 void growth_decision_done(GrowthDecision *d);
 
 /* What growth may still add to v, by the same rules as the decision
- * (max_size, the ext4 capability, the host's room beyond its reserve),
+ * (max_size, the grow's capability, the host's room beyond its reserve),
  * whatever v's usage: the free space placement and /v1/capacity may count
  * on. 0 when growth is off or cannot happen. */
 uint64_t capacity_growable(const Pool *p, const VolumeObservation *v, const Observation *obs, const GrowthEnv *env);
@@ -123,7 +128,7 @@ typedef struct HealthInputs {
 /*
  * Judges one volume: out of service (FAILED); direct I/O refused, VDO
  * read-only or its index in error, the filesystem read-only, emergency_ro
- * or shut down, ext4 errors recorded, the flush probe failing (ENOSPC,
+ * or shut down, filesystem errors recorded, the flush probe failing (ENOSPC,
  * EROFS), past capacity.critical, growth refused or failing (DEGRADED);
  * past capacity.warn (WARNING, unless growth will take care of it).
  * p may be NULL (a volume the layout no longer declares: default

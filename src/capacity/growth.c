@@ -10,6 +10,7 @@
 #include <inttypes.h>
 #include <stdarg.h>
 #include <stdio.h>
+#include <string.h>
 
 #include "capacity.h"
 #include "util.h"
@@ -41,7 +42,7 @@ _printf_(3, 4) static int refuse(GrowthDecision *d, const char *reason, const ch
  * decision below and for capacity_growable(). */
 static bool can_resize(const Pool *p, const GrowthEnv *env) {
     const BackendTraits *t = backend_traits(p->backend);
-    return !(t && streq_ptr(t->fs_type, "ext4") && env && !env->can_resize_ext4);
+    return t && fs_type_can_grow(t->fs, env ? env->missing_capabilities : 0);
 }
 
 static uint64_t host_room(const GrowthPolicy *g, const Observation *obs) {
@@ -77,11 +78,22 @@ int capacity_growth_decide(const Pool *p, const VolumeObservation *v, const Obse
                       "%s and cannot grow: it is at growth.max_size (%s); raise growth.max_size of pool '%s', "
                       "or free space in its workspaces",
                       usage, format_bytes(a, sizeof a, g->max_size), pool_role_to_string(p->role));
-    if (!can_resize(p, env))
+    if (!can_resize(p, env)) {
+        const FsType *fs = backend_traits(p->backend)->fs;
+        /* The backends that would grow here, from their traits. */
+        char others[128] = "";
+        for (Backend k = 0; k < _BACKEND_MAX; k++) {
+            const BackendTraits *t = backend_traits(k);
+            if (t->takes_growth && fs_type_can_grow(t->fs, env ? env->missing_capabilities : 0))
+                snprintf(others + strlen(others), sizeof others - strlen(others), "%s%s",
+                         others[0] ? " or " : ", or use ", backend_to_string(k));
+        }
         return refuse(ret, "no-capability",
-                      "%s and cannot grow: ext4 online resize needs CAP_SYS_RESOURCE, which layoutd does not "
-                      "have here; run it with that capability (the systemd unit grants it), or use loop-xfs",
-                      usage);
+                      "%s and cannot grow: %s online resize needs %s, which layoutd does not have here; run it "
+                      "with that capability (the systemd unit grants it)%s",
+                      usage, fs ? fs->display_name : "its filesystem's",
+                      fs && fs->grow.capability_name ? fs->grow.capability_name : "a capability", others);
+    }
 
     /* size < max_size here; compared, never added, so a huge step (any
      * size the layout accepts) cannot wrap past max_size. */

@@ -53,11 +53,27 @@ _printf_(4, 5) static int add(VolumeAssessment *a, VolumeHealth level, const cha
             goto oom;                     \
     } while (0)
 
-static const char *fs_name(const VolumeObservation *v) {
+/* The filesystem's row: what is mounted, else what the backend makes. */
+static const FsType *fs_of(const VolumeObservation *v) {
+    const FsType *fs = fs_type_find(v->mount.fstype);
     const BackendTraits *t = backend_traits(v->backend);
+    return fs ?: t ? t->fs : NULL;
+}
+
+static const char *fs_name(const VolumeObservation *v) {
+    const FsType *fs = fs_of(v);
+    const BackendTraits *t = backend_traits(v->backend);
+    if (fs)
+        return fs->display_name;
     if (v->mount.fstype)
         return v->mount.fstype;
-    return t && t->fs_name ? t->fs_name : "the filesystem";
+    return t && !t->has_device ? "the host filesystem" : "the filesystem";
+}
+
+/* "check it (e2fsck)", for the runbook in a finding. */
+static const char *fs_check(const VolumeObservation *v) {
+    const FsType *fs = fs_of(v);
+    return fs && fs->check_command ? fs->check_command : "its filesystem's checker";
 }
 
 int capacity_assess(const Pool *p, const VolumeObservation *v, const HealthInputs *in, VolumeAssessment *ret) {
@@ -102,20 +118,23 @@ int capacity_assess(const Pool *p, const VolumeObservation *v, const HealthInput
     if (v->fs_shutdown)
         ADD(VOLUME_HEALTH_DEGRADED, "fs-shutdown",
             "%s: %s shut down after an error and fails every write; stop its workspaces, unmount it, check it "
-            "(e2fsck / xfs_repair) and run `layoutctl apply`", v->name, fs_name(v));
+            "(%s) and run `layoutctl apply`", v->name, fs_name(v), fs_check(v));
     else if (v->fs_emergency_ro)
         ADD(VOLUME_HEALTH_DEGRADED, "fs-emergency-ro",
             "%s: %s went read-only after an error (emergency_ro), often the host filesystem filling under its "
-            "backing file; free space on the host, stop its workspaces, unmount it, e2fsck it and run "
-            "`layoutctl apply`", v->name, fs_name(v));
+            "backing file; free space on the host, stop its workspaces, unmount it, check it (%s) and run "
+            "`layoutctl apply`", v->name, fs_name(v), fs_check(v));
     else if (v->has_statvfs && v->fs_read_only)
         ADD(VOLUME_HEALTH_DEGRADED, "read-only",
             "%s: %s is mounted read-only, so its workspaces cannot write; see the kernel log for the error that "
             "remounted it", v->name, fs_name(v));
-    if (v->has_fs_errors && v->fs_errors > 0)
+    if (v->has_fs_errors && v->fs_errors > 0) {
+        const FsType *fs = fs_of(v);
         ADD(VOLUME_HEALTH_DEGRADED, "fs-errors",
-            "%s: %s recorded %" PRIu64 " error%s (errors_count); check it with e2fsck while its workspaces are "
-            "stopped", v->name, fs_name(v), v->fs_errors, v->fs_errors == 1 ? "" : "s");
+            "%s: %s recorded %" PRIu64 " error%s (%s); check it with %s while its workspaces are stopped", v->name,
+            fs_name(v), v->fs_errors, v->fs_errors == 1 ? "" : "s",
+            fs && fs->errors.name ? fs->errors.name : "its error counter", fs_check(v));
+    }
     if (v->statvfs_error && v->statvfs_error != EIO)
         ADD(VOLUME_HEALTH_DEGRADED, "statfs-failed", "%s: statfs on %s fails: %s", v->name, v->mount_path,
             strerror(v->statvfs_error));

@@ -12,6 +12,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "fs-type.h"
 #include "mkfs.h"
 #include "util.h"
 
@@ -23,33 +24,9 @@
 #define DEV_OUTPUT_MAX (64 * 1024)
 #define DEV_TRUNCATED "\n[output truncated]\n"
 
-typedef struct MkfsFlavour {
-    const char *fstype;
-    const char *program;
-    char force;              /* the "overwrite anything" flag we never pass */
-    const char *arg_options; /* short options that take an argument (getopt) */
-    size_t label_max;        /* bytes */
-} MkfsFlavour;
-
-static const MkfsFlavour flavours[] = {
-    /* mke2fs(8): -L at most 16 bytes. */
-    { "ext4", "mkfs.ext4", 'F', "bCcdEeGgIiJjLlMmNOorTtUz", 16 },
-    /* mkfs.xfs(8): -L at most 12 bytes. */
-    { "xfs", "mkfs.xfs", 'f', "bdilLmnNprs", 12 },
-};
-
-static const MkfsFlavour *flavour(const char *fstype) {
-    if (!fstype)
-        return NULL;
-    for (size_t i = 0; i < ELEMENTSOF(flavours); i++)
-        if (streq(flavours[i].fstype, fstype))
-            return &flavours[i];
-    return NULL;
-}
-
 const char *mkfs_program(const char *fstype) {
-    const MkfsFlavour *f = flavour(fstype);
-    return f ? f->program : NULL;
+    const FsType *f = fs_type_find(fstype);
+    return f ? f->mkfs.program : NULL;
 }
 
 /* 8-4-4-4-12 hex digits. */
@@ -66,10 +43,19 @@ static bool uuid_is_valid(const char *s) {
     return true;
 }
 
+/* "--fo" reaches "--force" through getopt_long's unambiguous prefixes, and
+ * "--force=x" is it too. */
+static bool is_long_force(const FsMkfs *m, const char *name) {
+    size_t n = strcspn(name, "=");
+    return n > 0 && strncmp(name, m->force_long, n) == 0;
+}
+
 /* Walks extra options the way getopt would and refuses the force flag,
  * also inside a cluster ("-qF"), but not inside an option's argument
- * ("-L", "-F" is the label "-F"). */
-static int check_extra_options(const MkfsFlavour *f, char *const *extra) {
+ * ("-L", "-F" is the label "-F"). A long option is refused unless the tool
+ * has long options and it is not the force one; its argument, if any, is
+ * checked as if it were an option (refusing too much, never too little). */
+static int check_extra_options(const FsMkfs *m, char *const *extra) {
     bool want_arg = false;
     for (size_t i = 0; extra && extra[i]; i++) {
         const char *a = extra[i];
@@ -79,12 +65,15 @@ static int check_extra_options(const MkfsFlavour *f, char *const *extra) {
         }
         if (a[0] != '-' || a[1] == 0)
             continue; /* positional */
-        if (a[1] == '-')
-            return -EINVAL; /* neither mke2fs nor mkfs.xfs has long options */
-        for (const char *c = a + 1; *c; c++) {
-            if (*c == f->force)
+        if (a[1] == '-') {
+            if (!m->force_long || a[2] == 0 || is_long_force(m, a + 2))
                 return -EINVAL;
-            if (strchr(f->arg_options, *c)) {
+            continue;
+        }
+        for (const char *c = a + 1; *c; c++) {
+            if (*c == m->force)
+                return -EINVAL;
+            if (strchr(m->arg_options, *c)) {
                 want_arg = c[1] == 0; /* "-Lname" carries its argument */
                 break;
             }
@@ -95,14 +84,15 @@ static int check_extra_options(const MkfsFlavour *f, char *const *extra) {
 
 static int build_argv(const char *fstype, const char *device, const char *label, const char *uuid,
                       char *const *extra_options, bool prezeroed, char ***ret_argv) {
-    const MkfsFlavour *f = flavour(fstype);
+    const FsType *f = fs_type_find(fstype);
     if (!f || isempty(device) || !ret_argv)
         return -EINVAL;
+    const FsMkfs *m = &f->mkfs;
     if (label && (strlen(label) > f->label_max || !*label))
         return -EINVAL;
     if (uuid && !uuid_is_valid(uuid))
         return -EINVAL;
-    int r = check_extra_options(f, extra_options);
+    int r = check_extra_options(m, extra_options);
     if (r < 0)
         return r;
 
@@ -114,54 +104,19 @@ static int build_argv(const char *fstype, const char *device, const char *label,
             return -ENOMEM;               \
     } while (0)
 
-    ADD(f->program);
-    ADD("-q");
-    if (streq(f->fstype, "ext4")) {
-        /* nodiscard: the backing file is fresh and sparse; discarding it
-         *   only walks the whole range through the loop into
-         *   fallocate(PUNCH_HOLE) for nothing.
-         * lazy_itable_init=0,lazy_journal_init=0: initialise inode tables
-         *   and the journal now, so no ext4lazyinit thread keeps writing
-         *   for minutes after carving, dirtying this volume (a flush
-         *   domain) while workspaces already run on it. On a sparse file
-         *   the extra work is cheap: see docs/volumes-devices.md for the
-         *   measurement. */
-        /* prezeroed (the caller just created the sparse file, so every
-         *   block reads as zero): assume_storage_prezeroed=1 (e2fsprogs
-         *   1.47) skips zeroing and marks the inode tables zeroed, so there
-         *   is neither zeroing work now nor lazyinit writes later, and the
-         *   backing file stays sparse. Wrong on reused storage (old data
-         *   would read as inodes), hence opt-in. */
-        ADD("-E");
-        ADD(prezeroed ? "nodiscard,assume_storage_prezeroed=1"
-                      : "nodiscard,lazy_itable_init=0,lazy_journal_init=0");
-        /* -m 0: no blocks reserved for root. The reserve is for a system
-         *   disk's daemons; on a volume of its own it would only make "full"
-         *   two things: df's 100% while root-run daemons (and the flush
-         *   probe) still write. mkfs_options may give -m again (last wins). */
-        ADD("-m");
-        ADD("0");
-        if (label) {
-            ADD("-L");
-            ADD(label);
-        }
-        if (uuid) {
-            ADD("-U");
-            ADD(uuid);
-        }
-    } else {
-        /* -K: do not discard blocks at mkfs time, as above. */
-        ADD("-K");
-        if (label) {
-            ADD("-L");
-            ADD(label);
-        }
-        if (uuid) {
-            if (asprintf(&muuid, "uuid=%s", uuid) < 0)
-                return -ENOMEM;
-            ADD("-m");
-            ADD(muuid);
-        }
+    ADD(m->program);
+    /* The row's defaults for a loop-backed volume (fs-type.c says why). */
+    for (const char *const *a = prezeroed && m->args_prezeroed ? m->args_prezeroed : m->args; a && *a; a++)
+        ADD(*a);
+    if (label) {
+        ADD(m->label_option);
+        ADD(label);
+    }
+    if (uuid) {
+        if (asprintf(&muuid, "%s%s", m->uuid_prefix ?: "", uuid) < 0)
+            return -ENOMEM;
+        ADD(m->uuid_option);
+        ADD(muuid);
     }
     for (size_t i = 0; extra_options && extra_options[i]; i++)
         ADD(extra_options[i]);
@@ -183,23 +138,20 @@ int mkfs_build_argv_prezeroed(const char *fstype, const char *device, const char
 }
 
 int mkfs_grow_argv(const char *fstype, const char *device, const char *mountpoint, char ***ret_argv) {
-    if (!fstype || !ret_argv)
+    const FsType *f = fs_type_find(fstype);
+    if (!f || !f->grow.argv || !ret_argv)
+        return -EINVAL;
+    /* resize2fs is addressed by the device; xfs_growfs and btrfs by the
+     * mount point, never the device. */
+    const char *target = f->grow.target == FS_GROW_DEVICE ? device : mountpoint;
+    if (isempty(target))
         return -EINVAL;
     _cleanup_strv_free_ char **argv = NULL;
-    if (streq(fstype, "ext4")) {
-        /* resize2fs grows a mounted ext4 online, addressed by device. */
-        if (isempty(device))
-            return -EINVAL;
-        if (strv_extend(&argv, "resize2fs") < 0 || strv_extend(&argv, device) < 0)
+    for (const char *const *a = f->grow.argv; *a; a++)
+        if (strv_extend(&argv, *a) < 0)
             return -ENOMEM;
-    } else if (streq(fstype, "xfs")) {
-        /* xfs_growfs works on the mount point, never on the device. */
-        if (isempty(mountpoint))
-            return -EINVAL;
-        if (strv_extend(&argv, "xfs_growfs") < 0 || strv_extend(&argv, mountpoint) < 0)
-            return -ENOMEM;
-    } else
-        return -EINVAL;
+    if (strv_extend(&argv, target) < 0)
+        return -ENOMEM;
     *ret_argv = TAKE_PTR(argv);
     return 0;
 }

@@ -191,7 +191,10 @@ static json_object *pool_to_json(Out *o, const Pool *p) {
         add_str(o, j, "placement", placement_policy_to_string(p->placement));
         add_bool(o, j, "tenant_isolation", p->tenant_isolation);
         add_size(o, j, "workspace_reserve", p->workspace_reserve);
-        add_u64(o, j, "workspace_reserve_inodes", p->workspace_reserve_inodes);
+        /* Not for a filesystem without an inode count (btrfs), where the
+         * key is refused: the output must parse back. */
+        if (!t || !t->fs || t->fs->counts_inodes)
+            add_u64(o, j, "workspace_reserve_inodes", p->workspace_reserve_inodes);
     }
     capacity_to_json(o, j, p);
     if (p->has_vdo) {

@@ -8,6 +8,7 @@
  */
 #include <inttypes.h>
 #include <stdio.h>
+#include <string.h>
 
 #include "layout-parser.h"
 #include "util.h"
@@ -47,9 +48,15 @@ void lp_parse_growth(Parser *p, const LayoutNode *n, Pool *pool) {
     }
     if (!lp_map_check(p, n, growth_keys, NULL, "growth"))
         return;
-    if (t && (!t->has_device || !t->uses_loop || t->takes_vdo)) {
-        lp_err(p, n, "growth: only loop-ext4 and loop-xfs volumes grow by themselves (this pool's backend is "
-               "%s)%s", backend_to_string(pool->backend),
+    if (t && !t->takes_growth) {
+        /* The backends that do, from their traits. */
+        char which[128] = "";
+        for (Backend b = 0; b < _BACKEND_MAX; b++)
+            if (backend_traits(b)->takes_growth)
+                snprintf(which + strlen(which), sizeof which - strlen(which), "%s%s", which[0] ? ", " : "",
+                         backend_to_string(b));
+        lp_err(p, n, "growth: only %s volumes grow by themselves (this pool's backend is %s)%s", which,
+               backend_to_string(pool->backend),
                t->takes_vdo ? "; a VDO volume grows when volume_size is raised and the layout reloaded" : "");
         return;
     }

@@ -41,9 +41,13 @@ static const char *const writeback_keys[] = { "max_ratio", "max_bytes", "strict_
 static const char *const state_only_keys[] = {
     "workspaces_per_volume", "placement", "tenant_isolation", "workspace_reserve", "workspace_reserve_inodes", NULL,
 };
-static const char *const backend_names[] = { "loop-ext4", "loop-xfs", "vdo-xfs", "dir", NULL };
-static const char *const placement_names[] = { "spread", "pack", NULL };
-static const char *const restart_names[] = { "always", "on-failure", "never", NULL };
+/* One of an enum's names, spelled only in its string table (layout.c). */
+#define GET_ENUM(p, v, key, name, out)                                    \
+    ({                                                                    \
+        size_t _n;                                                        \
+        const char *const *_names = name##_names(&_n);                    \
+        lp_get_enum(p, v, key, _names, _n, out);                          \
+    })
 
 static void pool_defaults(Pool *pool, PoolRole role) {
     *pool = (Pool) {
@@ -131,7 +135,7 @@ static void parse_pool(Parser *p, const LayoutNode *n, PoolRole role, Pool *pool
     bool backend_ok = true;
     int e;
     if ((v = lp_map_get(n, "backend", NULL))) {
-        backend_ok = lp_get_enum(p, v, "backend", backend_names, &e);
+        backend_ok = GET_ENUM(p, v, "backend", backend, &e);
         if (backend_ok)
             pool->backend = (Backend) e;
     }
@@ -194,10 +198,10 @@ static void parse_pool(Parser *p, const LayoutNode *n, PoolRole role, Pool *pool
             }
         }
     }
-    if (traits && traits->has_device) {
-        if (pool->volume_size < traits->min_volume_size && (size_given || !v))
-            lp_err(p, v ?: n, "volume_size: %s needs at least %s per volume, got %s", traits->fs_name,
-                traits->min_volume_size_text, v ? v->value : "the default");
+    if (traits && traits->fs) {
+        if (pool->volume_size < traits->fs->min_size && (size_given || !v))
+            lp_err(p, v ?: n, "volume_size: %s needs at least %s per volume, got %s", traits->fs->display_name,
+                traits->fs->min_size_text, v ? v->value : "the default");
     }
 
     LayoutNode *minv = lp_map_get(n, "min_volumes", NULL), *maxv = lp_map_get(n, "max_volumes", NULL);
@@ -249,7 +253,7 @@ static void parse_pool(Parser *p, const LayoutNode *n, PoolRole role, Pool *pool
         }
     }
     if (role == POOL_STATE) {
-        if ((v = lp_map_get(n, "placement", NULL)) && lp_get_enum(p, v, "placement", placement_names, &e))
+        if ((v = lp_map_get(n, "placement", NULL)) && GET_ENUM(p, v, "placement", placement_policy, &e))
             pool->placement = (PlacementPolicy) e;
         if ((v = lp_map_get(n, "tenant_isolation", NULL)))
             (void) lp_get_bool(p, v, "tenant_isolation", &pool->tenant_isolation);
@@ -257,8 +261,25 @@ static void parse_pool(Parser *p, const LayoutNode *n, PoolRole role, Pool *pool
             lp_get_size(p, v, "workspace_reserve", &pool->workspace_reserve) && backend_ok && !is_dir &&
             pool->workspace_reserve > pool->volume_size)
             lp_err(p, v, "workspace_reserve: %s is more than the volume_size; no workspace would fit", v->value);
-        if ((v = lp_map_get(n, "workspace_reserve_inodes", NULL)))
-            (void) lp_get_uint(p, v, "workspace_reserve_inodes", 0, UINT32_MAX, &pool->workspace_reserve_inodes);
+        /* The inode reserve follows the filesystem's row. By default it
+         * is kept only where the inode count is fixed at mkfs time (ext4;
+         * dir too: the host filesystem may be ext4): XFS and btrfs
+         * allocate inodes as they go, so their default is 0 and no volume
+         * of theirs is refused for "no-inodes". XFS still reports a limit
+         * (f_files, up to its imaxpct), so a reserve given for it is kept;
+         * btrfs reports none (f_files = 0), where any reserve would refuse
+         * every volume. */
+        const FsType *fs = traits ? traits->fs : NULL;
+        if (fs && !fs->fixed_inodes)
+            pool->workspace_reserve_inodes = 0;
+        if ((v = lp_map_get(n, "workspace_reserve_inodes", &k))) {
+            if (fs && !fs->counts_inodes)
+                lp_err(p, k, "workspace_reserve_inodes: %s allocates inodes as it needs them and reports no "
+                    "inode count, so there is nothing to reserve; remove the key", fs->display_name);
+            else
+                (void) lp_get_uint(p, v, "workspace_reserve_inodes", 0, UINT32_MAX,
+                                   &pool->workspace_reserve_inodes);
+        }
     }
 
     if (role == POOL_CONTENT) {
@@ -337,7 +358,7 @@ static const char *const workspace_keys[] = {
     "ready_timeout", "stop_timeout", "hang_timeout", "restart_on_hang", "workspaces", "on_agent_stop",
     "oom_score_adjust", "resources", NULL,
 };
-static const char *const on_agent_stop_names[] = { "keep", "stop", NULL };
+static const char *const on_agent_stop_names[] = { "keep", "stop" };
 static const char *const resources_keys[] = { "memory_max", "memory_high", "cpu_weight", "io_weight", "tasks_max", NULL };
 
 /* A size, or "infinity" for no limit. */
@@ -587,7 +608,7 @@ static void parse_workspace(Parser *p, const LayoutNode *n, Layout *l) {
         parse_environment(p, v, w);
     if ((v = lp_map_get(n, "dir_mode", NULL)))
         (void) lp_get_mode(p, v, "dir_mode", &w->dir_mode);
-    if ((v = lp_map_get(n, "restart", NULL)) && lp_get_enum(p, v, "restart", restart_names, &e))
+    if ((v = lp_map_get(n, "restart", NULL)) && GET_ENUM(p, v, "restart", restart_policy, &e))
         w->restart = (RestartPolicy) e;
     if ((v = lp_map_get(n, "backoff", NULL)) && lp_map_check(p, v, backoff_keys, NULL, "backoff")) {
         LayoutNode *i = lp_map_get(v, "initial", NULL), *m = lp_map_get(v, "max", NULL), *r;
@@ -626,7 +647,8 @@ static void parse_workspace(Parser *p, const LayoutNode *n, Layout *l) {
         lp_err(p, v, "restart_on_hang: needs a hang_timeout other than 0 (0 turns the hang watch off)");
     if ((v = lp_map_get(n, "workspaces", NULL)))
         parse_static_workspaces(p, v, w);
-    if ((v = lp_map_get(n, "on_agent_stop", NULL)) && lp_get_enum(p, v, "on_agent_stop", on_agent_stop_names, &e))
+    if ((v = lp_map_get(n, "on_agent_stop", NULL)) &&
+        lp_get_enum(p, v, "on_agent_stop", on_agent_stop_names, ELEMENTSOF(on_agent_stop_names), &e))
         w->stop_with_agent = e == 1;
     int64_t adj;
     if ((v = lp_map_get(n, "oom_score_adjust", NULL)) && lp_get_int(p, v, "oom_score_adjust", -1000, 1000, &adj))

@@ -69,8 +69,10 @@ bool lp_get_duration(Parser *p, const LayoutNode *n, const char *key, usec_t *ou
 bool lp_get_duration_range(Parser *p, const LayoutNode *n, const char *key, usec_t min, usec_t max,
                            usec_t *out);
 bool lp_get_mode(Parser *p, const LayoutNode *n, const char *key, mode_t *out);
-/* One of names (NULL-terminated); *out is its index. */
-bool lp_get_enum(Parser *p, const LayoutNode *n, const char *key, const char *const *names, int *out);
+/* One of names[0..n_names) (an enum's string table: NULL entries are
+ * skipped); *out is its index. */
+bool lp_get_enum(Parser *p, const LayoutNode *n, const char *key, const char *const *names, size_t n_names,
+                 int *out);
 /* An absolute path, normalised (no "." / "..", no doubled or trailing /). */
 bool lp_get_path(Parser *p, const LayoutNode *n, const char *key, char **out);
 bool lp_get_strv(Parser *p, const LayoutNode *n, const char *key, char ***out);

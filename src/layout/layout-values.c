@@ -431,8 +431,18 @@ bool lp_get_mode(Parser *p, const LayoutNode *n, const char *key, mode_t *out) {
     return true;
 }
 
-bool lp_get_enum(Parser *p, const LayoutNode *n, const char *key, const char *const *names, int *out) {
-    _cleanup_free_ char *list = lp_join_keys(names);
+bool lp_get_enum(Parser *p, const LayoutNode *n, const char *key, const char *const *names, size_t n_names,
+                 int *out) {
+    /* The list helpers want a NULL-terminated list without holes. */
+    _cleanup_free_ const char **known = calloc(n_names + 1, sizeof(*known));
+    if (!known) {
+        lp_oom(p);
+        return false;
+    }
+    for (size_t i = 0, k = 0; i < n_names; i++)
+        if (names[i])
+            known[k++] = names[i];
+    _cleanup_free_ char *list = lp_join_keys(known);
     if (!list) {
         lp_oom(p);
         return false;
@@ -442,12 +452,12 @@ bool lp_get_enum(Parser *p, const LayoutNode *n, const char *key, const char *co
     const char *s = lp_get_scalar(p, n, key, expected);
     if (!s)
         return false;
-    for (int i = 0; names[i]; i++)
-        if (streq(names[i], s)) {
-            *out = i;
+    for (size_t i = 0; i < n_names; i++)
+        if (names[i] && streq(names[i], s)) {
+            *out = (int) i;
             return true;
         }
-    const char *d = lp_did_you_mean(s, names);
+    const char *d = lp_did_you_mean(s, known);
     if (d)
         lp_err(p, n, "%s: unknown value '%s'; did you mean '%s'? (expected one of %s)", key, s, d, list);
     else

@@ -12,6 +12,7 @@
 static const char *const backend_table[_BACKEND_MAX] = {
     [BACKEND_LOOP_EXT4] = "loop-ext4",
     [BACKEND_LOOP_XFS] = "loop-xfs",
+    [BACKEND_LOOP_BTRFS] = "loop-btrfs",
     [BACKEND_VDO_XFS] = "vdo-xfs",
     [BACKEND_DIR] = "dir",
 };
@@ -37,17 +38,31 @@ DEFINE_STRING_TABLE_LOOKUP(pool_role, PoolRole);
 DEFINE_STRING_TABLE_LOOKUP(placement_policy, PlacementPolicy);
 DEFINE_STRING_TABLE_LOOKUP(restart_policy, RestartPolicy);
 
+/* The same tables for the validator's "expected one of ..." and its
+ * did-you-mean, so that a name is spelled once. */
+#define DEFINE_NAMES(name)                                                \
+    const char *const *name##_names(size_t *ret_n) {                      \
+        *ret_n = ELEMENTSOF(name##_table);                                \
+        return name##_table;                                              \
+    }                                                                     \
+    struct __useless_struct_to_allow_trailing_semicolon__
+
+DEFINE_NAMES(backend);
+DEFINE_NAMES(placement_policy);
+DEFINE_NAMES(restart_policy);
+
 static const BackendTraits backend_traits_table[_BACKEND_MAX] = {
-    [BACKEND_LOOP_EXT4] = { .fs_type = "ext4", .fs_name = "ext4", .has_device = true, .uses_loop = true,
-                            .takes_writeback = true, .min_volume_size = 64 * MIB,
-                            .min_volume_size_text = "64MiB" },
-    [BACKEND_LOOP_XFS] = { .fs_type = "xfs", .fs_name = "XFS", .has_device = true, .uses_loop = true,
-                           .takes_writeback = true, .min_volume_size = 300 * MIB,
-                           .min_volume_size_text = "300MiB (the mkfs.xfs minimum)" },
-    [BACKEND_VDO_XFS] = { .fs_type = "xfs", .fs_name = "XFS", .has_device = true, .uses_loop = true,
-                          .takes_writeback = true, .takes_vdo = true, .min_volume_size = 300 * MIB,
-                          .min_volume_size_text = "300MiB (the mkfs.xfs minimum)" },
-    [BACKEND_DIR] = { .fs_name = "the host filesystem" },
+    [BACKEND_LOOP_EXT4] = { .fs = &fs_types[FS_TYPE_EXT4], .has_device = true, .uses_loop = true,
+                            .takes_writeback = true, .takes_growth = true },
+    [BACKEND_LOOP_XFS] = { .fs = &fs_types[FS_TYPE_XFS], .has_device = true, .uses_loop = true,
+                           .takes_writeback = true, .takes_growth = true },
+    [BACKEND_LOOP_BTRFS] = { .fs = &fs_types[FS_TYPE_BTRFS], .has_device = true, .uses_loop = true,
+                             .takes_writeback = true, .takes_growth = true },
+    /* A VDO volume grows when volume_size is raised and the layout
+     * reloaded, not by itself. */
+    [BACKEND_VDO_XFS] = { .fs = &fs_types[FS_TYPE_XFS], .has_device = true, .uses_loop = true,
+                          .takes_writeback = true, .takes_vdo = true },
+    [BACKEND_DIR] = {},
 };
 
 const BackendTraits *backend_traits(Backend b) {

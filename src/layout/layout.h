@@ -15,6 +15,7 @@
 #include <stdint.h>
 #include <sys/types.h>
 
+#include "fs-type.h"
 #include "macro.h"
 
 #define LAYOUT_VERSION 1
@@ -27,6 +28,7 @@
 typedef enum Backend {
     BACKEND_LOOP_EXT4,
     BACKEND_LOOP_XFS,
+    BACKEND_LOOP_BTRFS,
     BACKEND_VDO_XFS,
     BACKEND_DIR,
     _BACKEND_MAX,
@@ -55,7 +57,9 @@ typedef enum RestartPolicy {
     _RESTART_POLICY_INVALID = -EINVAL,
 } RestartPolicy;
 
-/* name <-> enum; *_from_string returns the _INVALID value for unknown names. */
+/* name <-> enum; *_from_string returns the _INVALID value for unknown names.
+ * *_names: every name in enum order (n of them, NULL where a value has
+ * none), for a message that lists them. */
 const char *backend_to_string(Backend b);
 Backend backend_from_string(const char *s);
 const char *pool_role_to_string(PoolRole r);
@@ -64,6 +68,9 @@ const char *placement_policy_to_string(PlacementPolicy p);
 PlacementPolicy placement_policy_from_string(const char *s);
 const char *restart_policy_to_string(RestartPolicy p);
 RestartPolicy restart_policy_from_string(const char *s);
+const char *const *backend_names(size_t *ret_n);
+const char *const *placement_policy_names(size_t *ret_n);
+const char *const *restart_policy_names(size_t *ret_n);
 
 /*
  * What the layout language knows about each backend: data, no behaviour
@@ -72,17 +79,17 @@ RestartPolicy restart_policy_from_string(const char *s);
  * comparing Backend values.
  */
 typedef struct BackendTraits {
-    const char *fs_type;             /* mkfs/mount type: "ext4", "xfs"; NULL for
-                                        dir (no filesystem of its own) */
-    const char *fs_name;             /* for messages: "ext4", "XFS" */
+    const FsType *fs;                /* the volume's filesystem (fs-type.h);
+                                        NULL for dir (no filesystem of its
+                                        own) */
     bool has_device;                 /* a backing file (or block device) with a
                                         size, a filesystem and a mount; false
                                         for dir */
     bool uses_loop;                  /* a loop device: direct_io applies */
     bool takes_writeback;            /* bdi writeback limits of its loop device */
     bool takes_vdo;                  /* the pool's vdo: options */
-    uint64_t min_volume_size;        /* the filesystem's minimum (bytes) */
-    const char *min_volume_size_text;/* the same, worded for an error */
+    bool takes_growth;               /* the pool's growth: key (automatic
+                                        online growth of its volumes) */
 } BackendTraits;
 
 /* The traits of b, or NULL for a value that is not a backend. */

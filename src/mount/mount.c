@@ -10,6 +10,7 @@
 #include <string.h>
 #include <sys/mount.h>
 #include <sys/stat.h>
+#include <sys/sysmacros.h>
 #include <unistd.h>
 
 #include "dev-util.h"
@@ -52,9 +53,22 @@ static int strdup_null(const char *s, char **ret) {
     return *ret ? 0 : -ENOMEM;
 }
 
+/* The device behind a mount. mountinfo's major:minor is the filesystem's
+ * st_dev, which is the block device for ext4 and XFS but an anonymous
+ * device (major 0) for btrfs, whose one superblock may span devices; then
+ * the source names the device. */
+static dev_t fs_devno(struct libmnt_fs *fs) {
+    dev_t devno = mnt_fs_get_devno(fs);
+    const char *src = mnt_fs_get_source(fs);
+    struct stat st;
+    if (major(devno) == 0 && src && strncmp(src, "/dev/", 5) == 0 && stat(src, &st) == 0 && S_ISBLK(st.st_mode))
+        return st.st_rdev;
+    return devno;
+}
+
 static int mount_info_from_fs(struct libmnt_fs *fs, MountInfo *ret) {
     MountInfo m = {
-        .devno = mnt_fs_get_devno(fs),
+        .devno = fs_devno(fs),
         .id = mnt_fs_get_id(fs),
     };
     _cleanup_free_ char *opts = mnt_fs_strdup_options(fs); /* VFS + fs options */
@@ -125,7 +139,7 @@ int mount_find_by_devno(dev_t devno, MountInfo *ret) {
         return -ENOMEM;
     struct libmnt_fs *fs, *first = NULL;
     while (mnt_table_next_fs(tb, it, &fs) == 0) {
-        if (mnt_fs_get_devno(fs) != devno)
+        if (fs_devno(fs) != devno)
             continue;
         /* Prefer the mount of the filesystem's root over bind mounts of
          * its subdirectories. */

@@ -16,7 +16,9 @@ typedef struct MountInfo {
     char *source;
     char *fstype;
     char *options;           /* VFS + fs options, comma-separated */
-    dev_t devno;             /* major:minor from mountinfo */
+    dev_t devno;             /* the device behind it: major:minor from
+                                mountinfo, or the source's when that is
+                                anonymous (major 0: btrfs) */
     int id;                  /* mount id */
 } MountInfo;
 
@@ -27,7 +29,7 @@ void mount_info_done(MountInfo *m);
  * /proc/self/mountinfo. Returns: -ENOENT if none, -errno, 0 with *ret. */
 int mount_find_by_target(const char *target, MountInfo *ret);
 
-/* Finds the (first) mount of a source device (devno).
+/* Finds the (first) mount of a source device (devno, as MountInfo.devno).
  * Returns: -ENOENT if none, -errno, 0 with *ret. */
 int mount_find_by_devno(dev_t devno, MountInfo *ret);
 

@@ -72,9 +72,10 @@ bool plan_has_problems(const Plan *p) {
 }
 
 int plan_volume_label(const char *fs_type, PoolRole role, unsigned index, const char *volume, char **ret) {
-    if (!fs_type || !volume || !ret)
+    const FsType *fs = fs_type_find(fs_type);
+    if (!fs || !volume || !ret)
         return -EINVAL;
-    size_t max = streq(fs_type, "xfs") ? 12 : 16;
+    size_t max = fs->label_max;
     char *s;
     if (asprintf(&s, "ld-%s", volume) < 0)
         return -ENOMEM;

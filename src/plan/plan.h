@@ -100,8 +100,9 @@ int plan_to_json_string(const Plan *p, char **ret);
 int plan_to_text(const Plan *p, char **ret);
 
 /* The label layoutd gives a volume: "ld-<volume>", shortened to
- * "ld-<role initial><index>" when longer than the fs allows (ext4: 16,
- * xfs: 12). Returns 0 / -ENOMEM / -EINVAL. */
+ * "ld-<role initial><index>" when longer than the fs allows (its FsType's
+ * label_max: ext4 16, XFS 12). Returns 0 / -ENOMEM / -EINVAL (a fs_type
+ * that is not in the table). */
 int plan_volume_label(const char *fs_type, PoolRole role, unsigned index, const char *volume, char **ret);
 
 /* ---- building (for the backends' planners) ---------------------------- */

@@ -12,6 +12,7 @@
 #include <stdio.h>
 
 #include <cmocka.h>
+#include <linux/capability.h>
 
 #include "capacity.h"
 #include "util.h"
@@ -110,7 +111,7 @@ static void test_host(void **state) {
 }
 
 static void test_growth(void **state) {
-    GrowthEnv env = { .can_resize_ext4 = true };
+    GrowthEnv env = {}; /* every capability */
     Pool p = pool(BACKEND_LOOP_XFS, GIB);
     VolumeObservation v = volume(GIB, 85, 10);
     Observation o = host(&v, 100 * GIB, 200 * GIB);
@@ -193,12 +194,35 @@ static void test_growth(void **state) {
     v = volume(GIB, 90, 10);
     v.backend = BACKEND_LOOP_EXT4;
     o = host(&v, 100 * GIB, 200 * GIB);
-    env.can_resize_ext4 = false;
+    env.missing_capabilities = UINT64_C(1) << CAP_SYS_RESOURCE;
     assert_int_equal(capacity_growth_decide(&p, &v, &o, &env, &d), 0);
     assert_int_equal(d.action, GROWTH_REFUSE);
     assert_string_equal(d.reason, "no-capability");
-    assert_non_null(strstr(d.message, "CAP_SYS_RESOURCE"));
+    assert_non_null(strstr(d.message, "ext4 online resize needs CAP_SYS_RESOURCE"));
+    /* The backends that do grow here, from the table. */
+    assert_non_null(strstr(d.message, "or use loop-xfs or loop-btrfs"));
     growth_decision_done(&d);
+    assert_int_equal(capacity_growable(&p, &v, &o, &env), 0);
+
+    /* XFS and btrfs need only CAP_SYS_ADMIN: they grow without it ... */
+    for (Backend b = BACKEND_LOOP_XFS; b <= BACKEND_LOOP_BTRFS; b++) {
+        p = pool(b, GIB);
+        enable_growth(&p, 8 * GIB);
+        v.backend = b;
+        assert_int_equal(capacity_growth_decide(&p, &v, &o, &env, &d), 0);
+        assert_int_equal(d.action, GROWTH_GROW);
+        growth_decision_done(&d);
+        assert_true(capacity_growable(&p, &v, &o, &env) > 0);
+    }
+    /* ... and not without CAP_SYS_ADMIN. */
+    env.missing_capabilities = UINT64_C(1) << CAP_SYS_ADMIN;
+    assert_int_equal(capacity_growth_decide(&p, &v, &o, &env, &d), 0);
+    assert_int_equal(d.action, GROWTH_REFUSE);
+    assert_non_null(strstr(d.message, "btrfs online resize needs CAP_SYS_ADMIN"));
+    growth_decision_done(&d);
+    p = pool(BACKEND_LOOP_EXT4, GIB);
+    enable_growth(&p, 8 * GIB);
+    v.backend = BACKEND_LOOP_EXT4;
 
     /* not mounted: nothing to decide */
     v.mounted_ours = false;
@@ -235,6 +259,21 @@ static void test_health(void **state) {
     assert_int_equal(capacity_assess(&p, &v, NULL, &a), 0);
     assert_int_equal(a.health, VOLUME_HEALTH_DEGRADED);
     assert_non_null(finding(&a, "inodes-full"));
+    volume_assessment_done(&a);
+
+    /* btrfs allocates inodes as it goes and statfs reports none (f_files
+     * = 0): never full by inodes */
+    Pool pb = pool(BACKEND_LOOP_BTRFS, GIB);
+    v = volume(GIB, 50, 0);
+    v.backend = BACKEND_LOOP_BTRFS;
+    v.fs_inodes = v.fs_inodes_free = 0;
+    CapacityUsage u;
+    capacity_usage(&v, &u);
+    assert_true(u.known);
+    assert_false(u.by_inodes);
+    assert_int_equal(u.percent, 50);
+    assert_int_equal(capacity_assess(&pb, &v, NULL, &a), 0);
+    assert_int_equal(a.health, VOLUME_HEALTH_OK);
     volume_assessment_done(&a);
 
     /* with growth on, a warning is growth's to handle; critical is not */
@@ -290,6 +329,21 @@ static void test_health(void **state) {
     assert_int_equal(capacity_assess(&p, &v, NULL, &a), 0);
     assert_non_null(finding(&a, "read-only"));
     assert_non_null(strstr(finding(&a, "fs-errors")->message, "3 errors"));
+    volume_assessment_done(&a);
+    /* The runbook names the filesystem's own counter and checker. */
+    v.mount.fstype = (char *) "ext4";
+    assert_int_equal(capacity_assess(&p, &v, NULL, &a), 0);
+    assert_non_null(strstr(finding(&a, "fs-errors")->message, "ext4 recorded 3 errors (errors_count); check it with e2fsck"));
+    volume_assessment_done(&a);
+    v.mount.fstype = (char *) "btrfs";
+    assert_int_equal(capacity_assess(&p, &v, NULL, &a), 0);
+    assert_non_null(strstr(finding(&a, "fs-errors")->message, "btrfs recorded 3 errors (device stats); check it with btrfs check"));
+    volume_assessment_done(&a);
+    v.mount.fstype = NULL;
+    v.fs_shutdown = true;
+    assert_int_equal(capacity_assess(&p, &v, NULL, &a), 0);
+    assert_non_null(strstr(finding(&a, "fs-shutdown")->message, "XFS shut down")); /* from the traits */
+    assert_non_null(strstr(finding(&a, "fs-shutdown")->message, "(xfs_repair)"));
     volume_assessment_done(&a);
 
     /* direct I/O refused by the kernel */

@@ -18,6 +18,7 @@
 #include <cmocka.h>
 
 #include "dev-util.h"
+#include "fs-errors.h"
 #include "mkfs.h"
 #include "udev.h"
 #include "util.h"
@@ -74,6 +75,69 @@ static void test_argv_xfs(void **state) {
     strv_free(argv);
 }
 
+static void test_argv_btrfs(void **state) {
+    char **argv = NULL;
+    assert_int_equal(mkfs_build_argv("btrfs", "/dev/loop4", "ld-state-0", "3f2a1b4c-5d6e-4f70-8a9b-0c1d2e3f4a5b",
+                                     NULL, &argv), 0);
+    const char *const want[] = { "mkfs.btrfs", "-q", "-K", "-L", "ld-state-0", "-U",
+                                 "3f2a1b4c-5d6e-4f70-8a9b-0c1d2e3f4a5b", "/dev/loop4", NULL };
+    assert_argv(argv, want);
+    strv_free(argv);
+    /* No zeroing to skip: the same argv. */
+    assert_int_equal(mkfs_build_argv_prezeroed("btrfs", "/dev/loop4", NULL, NULL, NULL, &argv), 0);
+    assert_argv(argv, (const char *const[]) { "mkfs.btrfs", "-q", "-K", "/dev/loop4", NULL });
+    strv_free(argv);
+    /* Labels up to 255 bytes. */
+    char label[257];
+    memset(label, 'a', 256);
+    label[256] = 0;
+    assert_int_equal(mkfs_build_argv("btrfs", "/dev/loop4", label, NULL, NULL, &argv), -EINVAL);
+    label[255] = 0;
+    assert_int_equal(mkfs_build_argv("btrfs", "/dev/loop4", label, NULL, NULL, &argv), 0);
+    strv_free(argv);
+
+    /* mkfs.btrfs has long options: allowed, but never the force one, nor a
+     * prefix getopt_long would take for it. */
+    char *ok1[] = { "--csum", "xxhash", "-O", "quota", NULL };
+    char *ok2[] = { "--nodiscard", "--features=quota", NULL };
+    assert_int_equal(mkfs_build_argv("btrfs", "/dev/loop4", NULL, NULL, ok1, &argv), 0);
+    strv_free(argv);
+    assert_int_equal(mkfs_build_argv("btrfs", "/dev/loop4", NULL, NULL, ok2, &argv), 0);
+    strv_free(argv);
+    char *f1[] = { "--force", NULL };
+    char *f2[] = { "--fo", NULL };
+    char *f3[] = { "-f", NULL };
+    char *f4[] = { "-qf", NULL };
+    char *f5[] = { "--", NULL };
+    argv = (char **) 0x1;
+    assert_int_equal(mkfs_build_argv("btrfs", "/dev/loop4", NULL, NULL, f1, &argv), -EINVAL);
+    assert_int_equal(mkfs_build_argv("btrfs", "/dev/loop4", NULL, NULL, f2, &argv), -EINVAL);
+    assert_int_equal(mkfs_build_argv("btrfs", "/dev/loop4", NULL, NULL, f3, &argv), -EINVAL);
+    assert_int_equal(mkfs_build_argv("btrfs", "/dev/loop4", NULL, NULL, f4, &argv), -EINVAL);
+    assert_int_equal(mkfs_build_argv("btrfs", "/dev/loop4", NULL, NULL, f5, &argv), -EINVAL);
+    assert_ptr_equal(argv, (char **) 0x1);
+    /* -L takes the next argument: "-f" there is a label. */
+    char *ok3[] = { "-L", "-f", NULL };
+    assert_int_equal(mkfs_build_argv("btrfs", "/dev/loop4", NULL, NULL, ok3, &argv), 0);
+    strv_free(argv);
+}
+
+static void test_fs_errors_parse(void **state) {
+    uint64_t v = 99;
+    assert_int_equal(fs_errors_parse_sum("write_errs 0\nread_errs 2\nflush_errs 0\ncorruption_errs 3\n"
+                                         "generation_errs 0\n", &v), 0);
+    assert_int_equal(v, 5);
+    assert_int_equal(fs_errors_parse_sum("", &v), 0);
+    assert_int_equal(v, 0);
+    assert_int_equal(fs_errors_parse_sum("write_errs x\n", &v), -EINVAL);
+    assert_int_equal(fs_errors_parse_sum("write_errs\n", &v), -EINVAL);
+    /* XFS keeps no counter. */
+    assert_int_equal(fs_errors_read(fs_type_find("xfs"), 0, NULL, &v), -EOPNOTSUPP);
+    /* {uuid} goes into a path: only hex digits and dashes. */
+    assert_int_equal(fs_errors_read(fs_type_find("btrfs"), 0, "../../x", &v), -EINVAL);
+    assert_int_equal(fs_errors_read(fs_type_find("btrfs"), 0, NULL, &v), -EINVAL);
+}
+
 static void test_argv_never_force(void **state) {
     char **argv = (char **) 0x1; /* must stay untouched on error */
     char *f1[] = { "-F", NULL };
@@ -111,7 +175,7 @@ static void test_argv_never_force(void **state) {
 
 static void test_argv_invalid(void **state) {
     char **argv = NULL;
-    assert_int_equal(mkfs_build_argv("btrfs", "/dev/loop0", NULL, NULL, NULL, &argv), -EINVAL);
+    assert_int_equal(mkfs_build_argv("zfs", "/dev/loop0", NULL, NULL, NULL, &argv), -EINVAL);
     assert_int_equal(mkfs_build_argv(NULL, "/dev/loop0", NULL, NULL, NULL, &argv), -EINVAL);
     assert_int_equal(mkfs_build_argv("ext4", "", NULL, NULL, NULL, &argv), -EINVAL);
     assert_int_equal(mkfs_build_argv("ext4", NULL, NULL, NULL, NULL, &argv), -EINVAL);
@@ -137,6 +201,10 @@ static void test_grow_argv(void **state) {
     assert_int_equal(mkfs_grow_argv("xfs", "/dev/loop2", "/srv/v", &argv), 0);
     assert_argv(argv, (const char *const[]) { "xfs_growfs", "/srv/v", NULL });
     strv_free(argv);
+    assert_int_equal(mkfs_grow_argv("btrfs", "/dev/loop2", "/srv/v", &argv), 0);
+    assert_argv(argv, (const char *const[]) { "btrfs", "filesystem", "resize", "max", "/srv/v", NULL });
+    strv_free(argv);
+    assert_int_equal(mkfs_grow_argv("btrfs", "/dev/loop2", NULL, &argv), -EINVAL);
     assert_int_equal(mkfs_grow_argv("xfs", "/dev/loop2", NULL, &argv), -EINVAL);
     assert_int_equal(mkfs_grow_argv("ext4", NULL, "/srv/v", &argv), -EINVAL);
     assert_int_equal(mkfs_grow_argv("vfat", "/dev/x", "/srv/v", &argv), -EINVAL);
@@ -230,6 +298,7 @@ static void test_udev_override(void **state) {
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_argv_ext4),       cmocka_unit_test(test_argv_xfs), cmocka_unit_test(test_argv_prezeroed),
+        cmocka_unit_test(test_argv_btrfs),       cmocka_unit_test(test_fs_errors_parse),
         cmocka_unit_test(test_argv_never_force), cmocka_unit_test(test_argv_invalid),
         cmocka_unit_test(test_grow_argv),       cmocka_unit_test(test_parse_u64),
         cmocka_unit_test(test_run_program),     cmocka_unit_test(test_udev_override),

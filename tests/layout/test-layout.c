@@ -493,6 +493,13 @@ static void test_rules(void **state) {
     CHECK_STRING(HDR "    backend: loop-ext5\n", { 4, 14, "did you mean 'loop-ext4'?" });
     CHECK_STRING(HDR "    volume_size: 32MiB\n", { 4, 18, "ext4 needs at least 64MiB" });
     CHECK_STRING(HDR "    volume_size: 100000K\n    backend: loop-xfs\n", { 4, 18, "XFS needs at least 300MiB" });
+    CHECK_STRING(HDR "    volume_size: 64MiB\n    backend: loop-btrfs\n", { 4, 18, "btrfs needs at least 128MiB" });
+    CHECK_STRING(HDR "    backend: loop-btrfz\n", { 4, 14, "did you mean 'loop-btrfs'?" });
+    CHECK_STRING(HDR "    backend: nope\n",
+                 { 4, 14, "expected one of loop-ext4, loop-xfs, loop-btrfs, vdo-xfs, dir" });
+    /* btrfs reports no inode count: a reserve would refuse every volume. */
+    CHECK_STRING(HDR "    backend: loop-btrfs\n    workspace_reserve_inodes: 64\n",
+                 { 5, 5, "btrfs allocates inodes as it needs them and reports no inode count" });
     CHECK_STRING(HDR "    max_volumes: 0\n", { 4, 18, "max_volumes: must be between 1 and 1024, got 0" });
     CHECK_STRING(HDR "    max_volumes: 1025\n", { 4, 18, "max_volumes: must be between 1 and 1024" });
     CHECK_STRING(HDR "    workspaces_per_volume: 0\n", { 4, 28, "must be between 1 and 1024, got 0" });
@@ -507,6 +514,22 @@ static void test_rules(void **state) {
     CHECK_STRING(HDR "    vdo: {}\n", { 4, 5, "'vdo:' applies only to backend vdo-xfs" });
     CHECK_STRING(HDR "    mkfs_options: [-q, ~]\n", { 4, 24, "mkfs_options: expected a string, got an empty value" });
     CHECK_STRING(HDR "    min_volumes: 3\n    max_volumes: 2\n", { 4, 18, "min_volumes (3) must not be more" });
+    /* The inode reserve follows the filesystem's row: its default is kept
+     * where inodes are fixed at mkfs time (ext4, and dir: the host's may
+     * be), 0 where they are allocated as needed; XFS, which reports a
+     * limit, keeps one that is given. */
+    static const struct { const char *backend, *extra; uint64_t want; } reserves[] = {
+        { "loop-ext4", "", 4096 },  { "dir", "", 4096 },   { "loop-xfs", "", 0 },
+        { "loop-btrfs", "", 0 },    { "loop-xfs", "    workspace_reserve_inodes: 100\n", 100 },
+    };
+    for (size_t i = 0; i < ELEMENTSOF(reserves); i++) {
+        char *y = NULL;
+        assert_true(asprintf(&y, HDR "    backend: %s\n%s", reserves[i].backend, reserves[i].extra) > 0);
+        Layout *r = parse_ok(y);
+        assert_int_equal(layout_pool(r, POOL_STATE)->workspace_reserve_inodes, reserves[i].want);
+        layout_free(r);
+        free(y);
+    }
     /* an explicit min_volumes above the default max raises max */
     Layout *l = parse_ok(HDR "    min_volumes: 20\n");
     assert_int_equal(layout_pool(l, POOL_STATE)->max_volumes, 20);
@@ -654,7 +677,7 @@ static void test_capacity(void **state) {
     CHECK_STRING(ST "    volume_size: 1G\n    growth: {max_size: 1G}\n", { 5, 24, "must be more than volume_size" });
     CHECK_STRING(ST "    growth: {threshold: 100%}\n", { 4, 25, "between 1% and 99%" });
     CHECK_STRING(ST "    growth: {host_reserve: 95%}\n", { 4, 28, "between 0% and 90%" });
-    CHECK_STRING(ST "    backend: dir\n    growth: {}\n", { 5, 13, "only loop-ext4 and loop-xfs volumes grow" });
+    CHECK_STRING(ST "    backend: dir\n    growth: {}\n", { 5, 13, "only loop-ext4, loop-xfs, loop-btrfs volumes grow" });
     CHECK_STRING(ST "    gc: {}\n", { 4, 5, "'gc' applies to the content pool only" });
     CHECK_STRING("version: 1\npools:\n  state: {}\n  content:\n    backend: vdo-xfs\n    growth: {}\n",
                  { 6, 13, "grows when volume_size is raised and the layout reloaded" });
@@ -881,8 +904,7 @@ static void test_format(void **state) {
 
 /* ---- output ---- */
 
-static void roundtrip_one(const char *path) {
-    _cleanup_(layout_freep) Layout *a = parse_ok_file(path);
+static void roundtrip_layout(const Layout *a) {
     _cleanup_free_ char *yaml = NULL, *ja = NULL, *jb = NULL, *ha = NULL, *hb = NULL;
     assert_int_equal(layout_to_yaml_string(a, &yaml), 0);
     /* The YAML output is itself a valid layout describing the same thing. */
@@ -896,7 +918,16 @@ static void roundtrip_one(const char *path) {
     assert_int_equal(strlen(ha), 64);
 }
 
+static void roundtrip_one(const char *path) {
+    _cleanup_(layout_freep) Layout *a = parse_ok_file(path);
+    roundtrip_layout(a);
+}
+
 static void test_roundtrip(void **state) {
+    /* btrfs: the output leaves out the inode reserve it would refuse. */
+    _cleanup_(layout_freep) Layout *b = parse_ok("version: 1\npools:\n  state: {backend: loop-btrfs}\n"
+                                                 "  content: {backend: loop-btrfs}\n");
+    roundtrip_layout(b);
     roundtrip_one(LAYOUTS "default.yaml");
     roundtrip_one(LAYOUTS "ext4-dio.yaml");
     roundtrip_one(LAYOUTS "xfs-vdo.yaml");

@@ -1,7 +1,15 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
-/* The loop-ext4/loop-xfs planner: one test per step sequence, refusal and
- * drift case. Observations are built by hand (no device). */
+/* The planner of the loop backends: one test per step sequence, refusal
+ * and drift case, run once for each loop backend (loop-ext4, loop-xfs,
+ * loop-btrfs: they differ only in the filesystem of their traits).
+ * Observations are built by hand (no device). */
 #include "plan-fixture.h"
+
+/* The backend the group runs for, and its filesystem's type name. */
+static Backend under_test;
+#define FS (backend_traits(under_test)->fs->name)
+/* Another filesystem than FS, for "same UUID, other type". */
+#define OTHER_FS (streq(FS, "xfs") ? "ext4" : "xfs")
 
 typedef struct Case {
     Layout *l;
@@ -12,8 +20,8 @@ typedef struct Case {
 
 static int setup(void **state) {
     Case *c = calloc(1, sizeof(*c));
-    c->l = fixture_layout(BACKEND_LOOP_EXT4, POOL_STATE);
-    c->o = fixture_obs(BACKEND_LOOP_EXT4, POOL_STATE);
+    c->l = fixture_layout(under_test, POOL_STATE);
+    c->o = fixture_obs(under_test, POOL_STATE);
     c->v = &c->o->volumes[0];
     *state = c;
     return 0;
@@ -30,10 +38,10 @@ static int teardown(void **state) {
 
 /* A formatted volume of ours, attached with DIO and mounted. */
 static void in_service(Case *c) {
-    c->s = fixture_record(c->v, true, true, "ext4", "u-1");
+    c->s = fixture_record(c->v, true, true, FS, "u-1");
     c->v->file_exists = c->v->file_is_regular = true;
     c->v->file_size = 1 * GIB;
-    fixture_probe(&c->v->probe, &c->v->probed, false, "ext4", "U-1"); /* UUIDs compare case-insensitively */
+    fixture_probe(&c->v->probe, &c->v->probed, false, FS, "U-1"); /* UUIDs compare case-insensitively */
     c->v->attached = true;
     c->v->loop.direct_io = true;
     c->v->loop.node = strdup("/dev/loop7");
@@ -136,7 +144,7 @@ static void test_refuse_not_ours(void **state) {
     Case *c = *state;
     c->v->file_exists = c->v->file_is_regular = true;
     c->v->file_size = 1 * GIB;
-    fixture_probe(&c->v->probe, &c->v->probed, false, "ext4", "foreign");
+    fixture_probe(&c->v->probe, &c->v->probed, false, FS, "foreign");
     fixture_expect(c->l, NULL, c->o, "refuse", "not-ours", true);
     fixture_probe(&c->v->probe, &c->v->probed, true, NULL, NULL); /* blank, but no record says it is ours */
     fixture_expect(c->l, NULL, c->o, "refuse", "not-ours", true);
@@ -145,9 +153,9 @@ static void test_refuse_not_ours(void **state) {
 static void test_refuse_uuid_changed(void **state) {
     Case *c = *state;
     in_service(c);
-    fixture_probe(&c->v->probe, &c->v->probed, false, "ext4", "u-2");
+    fixture_probe(&c->v->probe, &c->v->probed, false, FS, "u-2");
     fixture_expect(c->l, c->s, c->o, "refuse", "uuid-changed", true);
-    fixture_probe(&c->v->probe, &c->v->probed, false, "xfs", "u-1"); /* same UUID, other type */
+    fixture_probe(&c->v->probe, &c->v->probed, false, OTHER_FS, "u-1"); /* same UUID, other type */
     fixture_expect(c->l, c->s, c->o, "refuse", "uuid-changed", true);
 }
 
@@ -197,30 +205,30 @@ static void test_unformatted_ours(void **state) {
     Case *c = *state;
     /* Not yet formatted: a blank file we created is formatted; our UUID
      * (chosen before mkfs) is adopted; anything else is refused. */
-    c->s = fixture_record(c->v, true, false, "ext4", "u-9");
+    c->s = fixture_record(c->v, true, false, FS, "u-9");
     c->v->file_exists = c->v->file_is_regular = true;
     c->v->file_size = 1 * GIB;
     fixture_probe(&c->v->probe, &c->v->probed, true, NULL, NULL);
     fixture_expect(c->l, c->s, c->o, "attach,format,mount,identify", NULL, false);
-    fixture_probe(&c->v->probe, &c->v->probed, false, "ext4", "u-9");
+    fixture_probe(&c->v->probe, &c->v->probed, false, FS, "u-9");
     fixture_expect(c->l, c->s, c->o, "adopt,attach,mount,identify", NULL, false);
 }
 
 static void test_refuse_foreign_signature(void **state) {
     Case *c = *state;
-    c->s = fixture_record(c->v, true, false, "ext4", "u-9");
+    c->s = fixture_record(c->v, true, false, FS, "u-9");
     c->v->file_exists = c->v->file_is_regular = true;
     fixture_probe(&c->v->probe, &c->v->probed, false, "crypto_LUKS", "x");
     fixture_expect(c->l, c->s, c->o, "refuse", "foreign-signature", true);
     /* Our fs type with a UUID we never chose: foreign too. */
-    fixture_probe(&c->v->probe, &c->v->probed, false, "ext4", "u-other");
+    fixture_probe(&c->v->probe, &c->v->probed, false, FS, "u-other");
     fixture_expect(c->l, c->s, c->o, "refuse", "foreign-signature", true);
 }
 
 static void test_refuse_backend_changed(void **state) {
     Case *c = *state;
     in_service(c);
-    c->l->pools[POOL_STATE].backend = BACKEND_LOOP_XFS;
+    c->l->pools[POOL_STATE].backend = under_test == BACKEND_LOOP_XFS ? BACKEND_LOOP_BTRFS : BACKEND_LOOP_XFS;
     fixture_expect(c->l, c->s, c->o, "refuse", "backend-changed", true);
 }
 
@@ -239,6 +247,13 @@ static void test_grow_plan(void **state) {
     char *k = fixture_kinds(p);
     assert_string_equal(k, "grow");
     assert_int_equal(p->steps[0].size, 2 * GIB);
+    /* The filesystem's own grow, from its row. */
+    assert_string_equal(p->steps[0].fs_type, FS);
+    const char *grow = under_test == BACKEND_LOOP_EXT4 ? "resize2fs"
+                       : under_test == BACKEND_LOOP_XFS ? "xfs_growfs"
+                                                        : "btrfs filesystem resize max";
+    if (!strstr(p->steps[0].description, grow))
+        fail_msg("grow step '%s' does not name %s", p->steps[0].description, grow);
     free(k);
     plan_free(p);
     assert_int_equal(volumes_plan_grow(c->l, c->s, c->o, "state-0", 1 * GIB, &p), 0);
@@ -262,6 +277,10 @@ static void test_label(void **unused) {
     assert_int_equal(plan_volume_label("xfs", POOL_CONTENT, 12, "content-12", &s), 0);
     assert_string_equal(s, "ld-c12"); /* 13 chars > XFS's 12 */
     free(s);
+    assert_int_equal(plan_volume_label("btrfs", POOL_CONTENT, 12, "content-12", &s), 0);
+    assert_string_equal(s, "ld-content-12"); /* btrfs takes 255 */
+    free(s);
+    assert_int_equal(plan_volume_label("zfs", POOL_STATE, 0, "state-0", &s), -EINVAL);
     assert_int_equal(plan_step_kind_from_string("grow"), PLAN_STEP_GROW);
     assert_int_equal(plan_step_kind_from_string("nope"), _PLAN_STEP_KIND_INVALID);
 }
@@ -292,7 +311,19 @@ int main(void) {
         T(test_refuse_backend_changed),
         T(test_drift_not_declared),
         T(test_grow_plan),
+    };
+    const struct CMUnitTest pure[] = {
         cmocka_unit_test(test_label),
     };
-    return cmocka_run_group_tests(tests, NULL, NULL);
+    /* Every loop backend of the table: a new one is tested here as soon as
+     * its traits name a filesystem. */
+    int failed = 0;
+    for (Backend b = 0; b < _BACKEND_MAX; b++) {
+        const BackendTraits *t = backend_traits(b);
+        if (!t->uses_loop || t->takes_vdo || !t->fs)
+            continue;
+        under_test = b;
+        failed += _cmocka_run_group_tests(backend_to_string(b), tests, ELEMENTSOF(tests), NULL, NULL);
+    }
+    return failed + cmocka_run_group_tests_name("labels", pure, NULL, NULL);
 }
