@@ -591,6 +591,44 @@ static void api_log(void *userdata, int priority, const char *message) {
     log_internal(priority, 0, "api: %s", message);
 }
 
+void agent_api_layout_changed(Agent *a, const ApiConfig *old) {
+    const ApiConfig *c = &agent_layout(a)->api;
+    if (!a->api || !a->socket_path)
+        return;
+    if (!streq_ptr(old->socket_group, c->socket_group) || old->socket_mode != c->socket_mode) {
+        gid_t gid;
+        int r = api_socket_set_access(a->socket_path, c->socket_group, c->socket_mode, &gid);
+        if (r < 0)
+            log_error_errno(r, "Reload: cannot give the API socket %s mode %04o and group %s, keeping what it has: %m",
+                            a->socket_path, (unsigned) c->socket_mode, c->socket_group ?: "root");
+        else {
+            api_set_group(a->api, gid);
+            log_info("Reload: the API socket %s now has mode %04o, changes for root%s%s%s", a->socket_path,
+                     (unsigned) c->socket_mode, gid != GID_INVALID ? " and group " : " only",
+                     gid != GID_INVALID ? c->socket_group : "",
+                     c->socket_group && gid == GID_INVALID ? " (the group does not exist)" : "");
+        }
+    }
+    /* What a running server cannot change: said, never pretended. */
+    if (!a->options.socket && !streq_ptr(old->socket_path, c->socket_path))
+        log_notice("Reload: api.socket changed to %s; the agent keeps serving %s until its next start",
+                   c->socket_path, a->socket_path);
+    if (old->max_connections != c->max_connections || old->max_body != c->max_body ||
+        old->request_timeout != c->request_timeout)
+        log_notice("Reload: api.max_connections, max_body and request_timeout take effect at the next start");
+}
+
+void agent_api_stop(Agent *a) {
+    a->api = api_free(a->api);
+    /* The socket file goes with the agent, but only if it is still the
+     * one it bound (never a socket someone else made there since). */
+    struct stat st;
+    if (a->socket_path && a->socket_ino && lstat(a->socket_path, &st) == 0 && S_ISSOCK(st.st_mode) &&
+        st.st_ino == a->socket_ino)
+        (void) unlink(a->socket_path);
+    a->socket_ino = 0;
+}
+
 int agent_api_start(Agent *a) {
     const ApiConfig *c = &agent_layout(a)->api;
     const char *path = a->options.socket ? a->options.socket : c->socket_path;
@@ -623,6 +661,9 @@ int agent_api_start(Agent *a) {
     if (r < 0)
         return log_error_errno(r, "Failed to start the API on %s: %m", path);
     a->socket_path = strdup(path);
+    struct stat st;
+    if (stat(path, &st) == 0)
+        a->socket_ino = st.st_ino;
     api_set_state(a->api, API_STATE_STARTING);
     log_info("API listening on %s", path);
     return 0;

@@ -476,6 +476,11 @@ Api *api_free(Api *api) {
     return NULL;
 }
 
+void api_set_group(Api *api, gid_t group) {
+    if (api)
+        api->config.group = group;
+}
+
 void api_set_state(Api *api, ApiState state) {
     if (!api || state < 0 || state >= _API_STATE_MAX)
         return;

@@ -31,6 +31,21 @@ static int lookup_group(const char *name, gid_t *ret) {
     return 0;
 }
 
+int api_socket_set_access(const char *path, const char *group, mode_t mode, gid_t *ret_gid) {
+    gid_t gid = GID_INVALID;
+    if (group && lookup_group(group, &gid) < 0)
+        gid = GID_INVALID;
+    /* A group that does not exist: root's, so that nobody gains changes
+     * by the name of a group someone creates later. */
+    if (chown(path, 0, gid == GID_INVALID ? 0 : gid) < 0)
+        return negative_errno();
+    if (chmod(path, mode) < 0)
+        return negative_errno();
+    if (ret_gid)
+        *ret_gid = gid;
+    return 0;
+}
+
 int api_socket_open(const char *path, const char *group, mode_t mode, int *ret_fd, gid_t *ret_gid) {
     struct sockaddr_un sa = { .sun_family = AF_UNIX };
     struct stat st;
@@ -65,16 +80,8 @@ int api_socket_open(const char *path, const char *group, mode_t mode, int *ret_f
         return negative_errno();
 
     gid_t gid = GID_INVALID;
-    if (group && lookup_group(group, &gid) == 0) {
-        if (chown(path, 0, gid) < 0) {
-            r = negative_errno();
-            goto fail;
-        }
-    }
-    if (chmod(path, mode) < 0) {
-        r = negative_errno();
+    if ((r = api_socket_set_access(path, group, mode, &gid)) < 0)
         goto fail;
-    }
     if (listen(fd, SOMAXCONN) < 0) {
         r = negative_errno();
         goto fail;

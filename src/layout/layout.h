@@ -69,6 +69,15 @@ PlacementPolicy placement_policy_from_string(const char *s);
 const char *restart_policy_to_string(RestartPolicy p);
 RestartPolicy restart_policy_from_string(const char *s);
 const char *const *backend_names(size_t *ret_n);
+/* Why path may not be layoutd's root or mount_root (a system tree such as
+ * /etc or /usr, or a directory others use, such as / or /var/lib), or
+ * NULL when it may. Lexical: the caller resolves symlinks first when it
+ * may look at the host (engine_check_host). */
+const char *layout_path_why_unsafe(const char *path);
+/* True for a name of the form a volume's name takes ("state-3",
+ * "content-0"): no workspace may take one, or `layoutctl show NAME` and
+ * every report keyed by name could not tell the two apart. */
+bool layout_name_is_volume(const char *s);
 const char *const *placement_policy_names(size_t *ret_n);
 const char *const *restart_policy_names(size_t *ret_n);
 
@@ -258,6 +267,9 @@ typedef struct LayoutErrors {
 } LayoutErrors;
 
 void layout_errors_clear(LayoutErrors *e);
+/* Appends an error (line 0: about the file as a whole). Returns 0 or -ENOMEM. */
+int layout_errors_add(LayoutErrors *e, const char *file, unsigned line, unsigned column, const char *fmt, ...)
+        _printf_(5, 6);
 
 /*
  * Parses and validates a layout from memory. `name` is used in

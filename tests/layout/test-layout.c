@@ -507,6 +507,8 @@ static void test_rules(void **state) {
     CHECK_STRING(HDR "    writeback: {max_bytes: lots}\n", { 4, 28, "writeback.max_bytes: invalid size 'lots'" });
     CHECK_STRING(HDR "    writeback: {strict: true}\n", { 4, 17, "did you mean 'strict_limit'?" });
     CHECK_STRING(HDR "    mount_options: noatime, discard\n", { 4, 20, "without spaces" });
+    CHECK_STRING(HDR "    mount_options: noatime,suid\n", { 4, 20, "'suid' is refused" });
+    CHECK_STRING(HDR "    mount_options: dev\n", { 4, 20, "'dev' is refused" });
     CHECK_STRING(HDR "    placement: random\n", { 4, 16, "unknown value 'random'" });
     CHECK_STRING(HDR "    tenant_isolation: 1\n", { 4, 23, "expected true or false" });
     CHECK_STRING(HDR "    shards: 2\n", { 4, 5, "'shards' applies to the content pool only" });
@@ -590,6 +592,23 @@ static void test_rules(void **state) {
     CHECK_STRING(API "  sockets: /x\n", { 4, 3, "did you mean 'socket'?" });
 
     CHECK_STRING("version: 1\nroot: var\npools: {state: {}}\n", { 2, 7, "root: expected an absolute path" });
+    /* Never a system tree, nor a directory others use (the part that
+     * needs the host, symlinks, is engine_check_host's). */
+    CHECK_STRING("version: 1\nroot: /\npools: {state: {}}\n", { 2, 7, "root: / cannot be layoutd's root" });
+    CHECK_STRING("version: 1\nroot: /etc\npools: {state: {}}\n", { 2, 7, "it is a system directory" });
+    CHECK_STRING("version: 1\nroot: /usr/lib/x\npools: {state: {}}\n", { 2, 7, "it is a system directory" });
+    CHECK_STRING("version: 1\nroot: /var/lib/\npools: {state: {}}\n", { 2, 7, "a directory others use too" });
+    CHECK_STRING(WS "  mount_root: /home\n", { 4, 15, "workspaces cannot be mounted below /home" });
+    CHECK_STRING(WS "  dir_mode: \"7777\"\n", { 4, 13, "setuid, setgid or sticky" });
+    CHECK_STRING(WS "  dir_mode: \"2750\"\n", { 4, 13, "setuid, setgid or sticky" });
+    CHECK_STRING(WS "  dir_mode: \"0777\"\n", { 4, 13, "world-writable" });
+    CHECK_STRING(WS "  workspaces: [{id: state-0}]\n", { 4, 21, "'state-0' is the name of a volume" });
+    l = parse_ok("version: 1\nroot: /var/lib/layoutd-2\npools: {state: {}}\nworkspace:\n"
+                 "  workspaces: [{id: state-x}, {id: content}]\n");
+    layout_free(l);
+    assert_true(layout_name_is_volume("state-0") && layout_name_is_volume("content-12"));
+    assert_false(layout_name_is_volume("state-") || layout_name_is_volume("state-0a") ||
+                 layout_name_is_volume("states-0") || layout_name_is_volume("ws-1"));
     CHECK_STRING("pools: {state: {}}\n", { 1, 1, "missing required key 'version'" });
     CHECK_STRING("version: 1\n", { 1, 1, "missing required key 'pools'" });
     CHECK_STRING("version: 1\npools: {state: {}, cache: {}}\n", { 2, 20, "unknown key 'cache' in pools" });
