@@ -584,6 +584,36 @@ static void api_log(void *userdata, int priority, const char *message) {
     log_internal(priority, 0, "api: %s", message);
 }
 
+/* api.readonly_socket: reads only, whoever connects (monitoring). */
+static int agent_api_start_readonly(Agent *a, const ApiConfig *c, const char *main_path) {
+    const char *path = c->readonly_socket_path;
+    int fd = -EBADF, r;
+    if (!path)
+        return 0;
+    if (streq(path, main_path))
+        return log_error_errno(EINVAL, "api.readonly_socket is the API socket %s itself: give it another path", path);
+    _cleanup_free_ char *dir = strdup(path);
+    if (!dir)
+        return log_oom();
+    char *slash = strrchr(dir, '/');
+    if (slash && slash != dir) {
+        *slash = 0;
+        r = mkdir_p(dir, 0755);
+        if (r < 0)
+            return log_error_errno(r, "Failed to create %s: %m", dir);
+    }
+    /* No group: the mode alone says who may connect, and what they may
+     * do there is read. */
+    r = api_socket_open(path, NULL, c->readonly_socket_mode, &fd, NULL);
+    if (r < 0)
+        return log_error_errno(r, "Failed to open the read-only API socket %s: %m", path);
+    r = api_add_readonly_socket(a->api, fd);
+    if (r < 0)
+        return log_error_errno(r, "Failed to serve the read-only API socket %s: %m", path);
+    log_info("API listening read-only on %s (mode %04o)", path, (unsigned) c->readonly_socket_mode);
+    return 0;
+}
+
 int agent_api_start(Agent *a) {
     const ApiConfig *c = &agent_layout(a)->api;
     const char *path = a->options.socket ? a->options.socket : c->socket_path;
@@ -618,5 +648,5 @@ int agent_api_start(Agent *a) {
     a->socket_path = strdup(path);
     api_set_state(a->api, API_STATE_STARTING);
     log_info("API listening on %s", path);
-    return 0;
+    return agent_api_start_readonly(a, c, path);
 }
