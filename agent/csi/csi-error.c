@@ -32,6 +32,30 @@ static const struct {
     { 501, NULL, GRPC_STATUS_FAILED_PRECONDITION },
 };
 
+static const char *const status_names[] = {
+    [GRPC_STATUS_OK] = "OK",
+    [GRPC_STATUS_CANCELLED] = "CANCELLED",
+    [GRPC_STATUS_UNKNOWN] = "UNKNOWN",
+    [GRPC_STATUS_INVALID_ARGUMENT] = "INVALID_ARGUMENT",
+    [GRPC_STATUS_DEADLINE_EXCEEDED] = "DEADLINE_EXCEEDED",
+    [GRPC_STATUS_NOT_FOUND] = "NOT_FOUND",
+    [GRPC_STATUS_ALREADY_EXISTS] = "ALREADY_EXISTS",
+    [GRPC_STATUS_PERMISSION_DENIED] = "PERMISSION_DENIED",
+    [GRPC_STATUS_RESOURCE_EXHAUSTED] = "RESOURCE_EXHAUSTED",
+    [GRPC_STATUS_FAILED_PRECONDITION] = "FAILED_PRECONDITION",
+    [GRPC_STATUS_ABORTED] = "ABORTED",
+    [GRPC_STATUS_OUT_OF_RANGE] = "OUT_OF_RANGE",
+    [GRPC_STATUS_UNIMPLEMENTED] = "UNIMPLEMENTED",
+    [GRPC_STATUS_INTERNAL] = "INTERNAL",
+    [GRPC_STATUS_UNAVAILABLE] = "UNAVAILABLE",
+    [GRPC_STATUS_DATA_LOSS] = "DATA_LOSS",
+    [GRPC_STATUS_UNAUTHENTICATED] = "UNAUTHENTICATED",
+};
+
+const char *csi_status_to_string(grpc_status_code code) {
+    return (unsigned) code < ELEMENTSOF(status_names) && status_names[code] ? status_names[code] : "?";
+}
+
 grpc_status_code csi_error_code_for_reply(long http_status, const char *api_code) {
     for (size_t i = 0; i < ELEMENTSOF(reply_codes); i++)
         if (reply_codes[i].status == http_status && (!reply_codes[i].code || streq_ptr(reply_codes[i].code, api_code)))

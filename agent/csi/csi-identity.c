@@ -44,7 +44,7 @@ void csi_identity_probe(CsiCall *c, const ProtobufCMessage *req, void *userdata)
     const char *state = r >= 0 && status.status == 200 ? csi_json_str(status.body, "state") : NULL;
     bool ready = state && streq(state, "ready");
     if (!ready)
-        log_notice("Probe: not ready: %s", r < 0 ? "layoutd does not answer" : state ? state : "bad status answer");
+        log_debug("Probe: not ready: %s", r < 0 ? "layoutd does not answer" : state ? state : "bad status answer");
     Google__Protobuf__BoolValue value = GOOGLE__PROTOBUF__BOOL_VALUE__INIT;
     value.value = ready;
     Csi__V1__ProbeResponse reply = CSI__V1__PROBE_RESPONSE__INIT;

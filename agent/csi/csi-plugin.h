@@ -52,6 +52,9 @@ void csi_node_get_volume_stats(CsiCall *c, const ProtobufCMessage *req, void *us
 
 /* ---- csi-error.c ---- */
 
+/* "RESOURCE_EXHAUSTED", for logs. */
+const char *csi_status_to_string(grpc_status_code code);
+
 /* The gRPC code for an API answer (pure; the table is in csi-error.c). */
 grpc_status_code csi_error_code_for_reply(long http_status, const char *api_code);
 /* The gRPC code for a failed request (r < 0: the agent is down, ...). */

@@ -21,6 +21,7 @@
 #include <sys/stat.h>
 #include <time.h>
 
+#include "csi-plugin.h"
 #include "csi-server.h"
 #include "util.h"
 
@@ -178,7 +179,7 @@ static void answer(CsiCall *c) {
         /* Only a programming error gets here (ops out of order or twice).
          * The tag will never come back: cancel the call so the client
          * hears of it, and leave this CsiCall (and its thread) behind. */
-        fprintf(stderr, "layoutd-csi: grpc_call_start_batch failed (%d), call dropped\n", (int) e);
+        log_error("grpc_call_start_batch failed (%d): call dropped", (int) e);
         (void) grpc_call_cancel(c->call, NULL);
     }
 }
@@ -207,10 +208,20 @@ static void *handler_thread(void *userdata) {
                               c->method->request->name);
         }
     }
+    usec_t t0 = now_usec(CLOCK_MONOTONIC);
     if (req) {
         c->method->handler(c, req, s->userdata);
         protobuf_c_message_free_unpacked(req, NULL);
     }
+    /* Every refusal is in the plugin's log too, not only in the CO's
+     * events: "kubectl logs" of the node plugin tells the whole story. */
+    const char *rpc = strrchr(c->method->path, '/');
+    if (c->failed)
+        log_warning("%s: %s: %s", rpc ? rpc + 1 : c->method->path, csi_status_to_string(c->status),
+                    c->message ?: "");
+    else
+        log_debug("%s: OK in %.3fs", rpc ? rpc + 1 : c->method->path,
+                  (double) (now_usec(CLOCK_MONOTONIC) - t0) / USEC_PER_SEC);
     answer(c); /* c is the loop's from here */
     return NULL;
 }
@@ -226,6 +237,7 @@ static void dispatch(CsiServer *s, CsiCall *c) {
 
     if (c->kind == CALL_GENERIC) {
         char *method = grpc_slice_to_c_string(c->details.method);
+        log_notice("%s: UNIMPLEMENTED", method ?: "?");
         csi_call_fail(c, GRPC_STATUS_UNIMPLEMENTED, "%s is not implemented by layoutd-csi (a node plugin "
                       "for ephemeral volumes, without a controller service)", method ?: "this method");
         gpr_free(method);
