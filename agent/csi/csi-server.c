@@ -274,6 +274,7 @@ int csi_server_new(const char *path, const CsiMethod *table, void *userdata, Csi
     if (lstat(path, &st) == 0 && !S_ISSOCK(st.st_mode))
         return -EEXIST;
 
+    _cleanup_free_ char *addr = NULL;
     CsiServer *s = calloc(1, sizeof *s);
     if (!s)
         return -ENOMEM;
@@ -304,7 +305,6 @@ int csi_server_new(const char *path, const CsiMethod *table, void *userdata, Csi
         }
     }
 
-    _cleanup_free_ char *addr = NULL;
     if (asprintf(&addr, "unix:%s", path) < 0) {
         addr = NULL;
         goto fail;

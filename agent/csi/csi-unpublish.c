@@ -63,6 +63,7 @@ void csi_node_unpublish_volume(CsiCall *c, const ProtobufCMessage *req, void *us
         csi_call_fail(c, GRPC_STATUS_INVALID_ARGUMENT, "target_path is required");
         return;
     }
+    _cleanup_json_ json_object *ws = NULL;
     if (csi_inflight_take(p->inflight, r->volume_id) < 0) {
         csi_call_fail(c, GRPC_STATUS_ABORTED, "an operation on volume %s is in progress", r->volume_id);
         return;
@@ -70,7 +71,6 @@ void csi_node_unpublish_volume(CsiCall *c, const ProtobufCMessage *req, void *us
     if (unmount_target(c, p, r->target_path) < 0)
         goto out;
 
-    _cleanup_json_ json_object *ws = NULL;
     int k = csi_workspace_get(c, p, r->volume_id, id, &ws);
     if (k == -ENOENT) {
         /* Unknown (or not this volume's): nothing more to undo. */
