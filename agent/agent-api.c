@@ -618,15 +618,58 @@ void agent_api_layout_changed(Agent *a, const ApiConfig *old) {
         log_notice("Reload: api.max_connections, max_body and request_timeout take effect at the next start");
 }
 
+/* A socket file goes with the agent, but only if it is still the one it
+ * bound (never a socket someone else made there since). */
+static void remove_own_socket(const char *path, ino_t ino) {
+    struct stat st;
+    if (path && ino && lstat(path, &st) == 0 && S_ISSOCK(st.st_mode) && st.st_ino == ino)
+        (void) unlink(path);
+}
+
+static ino_t socket_ino(const char *path) {
+    struct stat st;
+    return stat(path, &st) == 0 ? st.st_ino : 0;
+}
+
 void agent_api_stop(Agent *a) {
     a->api = api_free(a->api);
-    /* The socket file goes with the agent, but only if it is still the
-     * one it bound (never a socket someone else made there since). */
-    struct stat st;
-    if (a->socket_path && a->socket_ino && lstat(a->socket_path, &st) == 0 && S_ISSOCK(st.st_mode) &&
-        st.st_ino == a->socket_ino)
-        (void) unlink(a->socket_path);
-    a->socket_ino = 0;
+    remove_own_socket(a->socket_path, a->socket_ino);
+    remove_own_socket(a->readonly_socket_path, a->readonly_socket_ino);
+    a->socket_ino = a->readonly_socket_ino = 0;
+}
+
+/* api.readonly_socket: reads only, whoever connects (monitoring). */
+static int agent_api_start_readonly(Agent *a, const ApiConfig *c, const char *main_path) {
+    const char *path = c->readonly_socket_path;
+    int fd = -EBADF, r;
+    if (!path)
+        return 0;
+    if (streq(path, main_path))
+        return log_error_errno(EINVAL, "api.readonly_socket is the API socket %s itself: give it another path", path);
+    _cleanup_free_ char *dir = strdup(path);
+    if (!dir)
+        return log_oom();
+    char *slash = strrchr(dir, '/');
+    if (slash && slash != dir) {
+        *slash = 0;
+        r = mkdir_p(dir, 0755);
+        if (r < 0)
+            return log_error_errno(r, "Failed to create %s: %m", dir);
+    }
+    /* No group: the mode alone says who may connect, and what they may
+     * do there is read. */
+    r = api_socket_open(path, NULL, c->readonly_socket_mode, &fd, NULL);
+    if (r < 0)
+        return log_error_errno(r, "Failed to open the read-only API socket %s: %m", path);
+    ino_t ino = socket_ino(path);
+    r = api_add_readonly_socket(a->api, fd);
+    if (r < 0)
+        return log_error_errno(r, "Failed to serve the read-only API socket %s: %m", path);
+    free(a->readonly_socket_path);
+    a->readonly_socket_path = strdup(path);
+    a->readonly_socket_ino = ino;
+    log_info("API listening read-only on %s (mode %04o)", path, (unsigned) c->readonly_socket_mode);
+    return 0;
 }
 
 int agent_api_start(Agent *a) {
@@ -661,10 +704,8 @@ int agent_api_start(Agent *a) {
     if (r < 0)
         return log_error_errno(r, "Failed to start the API on %s: %m", path);
     a->socket_path = strdup(path);
-    struct stat st;
-    if (stat(path, &st) == 0)
-        a->socket_ino = st.st_ino;
+    a->socket_ino = socket_ino(path);
     api_set_state(a->api, API_STATE_STARTING);
     log_info("API listening on %s", path);
-    return 0;
+    return agent_api_start_readonly(a, c, path);
 }

@@ -82,6 +82,7 @@ Agent *agent_free(Agent *a) {
     free(a->last_reload_error);
     free(a->last_status);
     free(a->socket_path);
+    free(a->readonly_socket_path);
     /* Children killed on the way out (a sweep, a job) that the loop did
      * not get to reap: their exit sources hold the loop. */
     child_orphans_free();

@@ -126,6 +126,8 @@ typedef struct Agent {
     Api *api;
     char *socket_path;
     ino_t socket_ino;            /* the socket file it bound, 0 if none */
+    char *readonly_socket_path;  /* api.readonly_socket, when it serves one */
+    ino_t readonly_socket_ino;
 
     usec_t started_mono;
     bool ready;

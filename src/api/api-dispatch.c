@@ -538,6 +538,11 @@ enum MHD_Result api_dispatch_request(Api *api, struct MHD_Connection *c, const c
 
         if (req->spec->mutating) {
             ApiConn *conn = req->conn;
+            if (conn && conn->read_only) {
+                api_error_set(&err, -EPERM, 403, "forbidden",
+                              "This is the read-only socket (api.readonly_socket): changes go through api.socket");
+                return queue_error(req, &err, -EPERM, NULL);
+            }
             bool ok = conn && conn->peer_error >= 0 &&
                       api_peer_may(conn->uid, conn->gid, conn->groups, conn->n_groups, api->config.group, true);
             if (!ok) {

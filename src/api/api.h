@@ -134,6 +134,15 @@ int api_socket_set_access(const char *path, const char *group, mode_t mode, gid_
 int api_new(sd_event *event, int listen_fd, const ApiServerConfig *config,
             const ApiOps *ops, void *userdata, Api **ret);
 
+/*
+ * Adds a second listening socket (ownership passes, also on failure)
+ * whose connections may only read: every GET/HEAD route is served on it,
+ * and every mutating route is 403, whoever the peer is (docs/api.md
+ * "Access"). Its connections count against the same limit.
+ * Returns: <0 on error, 0 on success.
+ */
+int api_add_readonly_socket(Api *api, int listen_fd);
+
 /* Stops serving: closes all connections and the socket. NULL ok; returns NULL. */
 Api *api_free(Api *api);
 DEFINE_TRIVIAL_CLEANUP_FUNC(Api *, api_free)

@@ -689,8 +689,8 @@ static void parse_workspace(Parser *p, const LayoutNode *n, Layout *l) {
 
 static void parse_api(Parser *p, const LayoutNode *n, ApiConfig *a) {
     static const char *const keys[] = {
-        "socket", "group", "socket_mode", "flush_probe_interval", "max_connections", "max_body",
-        "request_timeout", NULL,
+        "socket", "group", "socket_mode", "readonly_socket", "readonly_socket_mode", "flush_probe_interval",
+        "max_connections", "max_body", "request_timeout", NULL,
     };
     if (!lp_map_check(p, n, keys, NULL, "api"))
         return;
@@ -702,6 +702,14 @@ static void parse_api(Parser *p, const LayoutNode *n, ApiConfig *a) {
         (void) lp_get_account(p, v, "group", &a->socket_group);
     if ((v = lp_map_get(n, "socket_mode", NULL)))
         (void) lp_get_mode(p, v, "socket_mode", &a->socket_mode);
+    if ((v = lp_map_get(n, "readonly_socket", NULL)) && lp_get_path(p, v, "readonly_socket", &a->readonly_socket_path)) {
+        if (strlen(a->readonly_socket_path) > SOCKET_PATH_MAX)
+            lp_err(p, v, "readonly_socket: a Unix socket path can be at most %d bytes long", SOCKET_PATH_MAX);
+        else if (a->socket_path && streq(a->readonly_socket_path, a->socket_path))
+            lp_err(p, v, "readonly_socket: must not be the same path as socket (%s)", a->socket_path);
+    }
+    if ((v = lp_map_get(n, "readonly_socket_mode", NULL)))
+        (void) lp_get_mode(p, v, "readonly_socket_mode", &a->readonly_socket_mode);
     if ((v = lp_map_get(n, "flush_probe_interval", NULL))) {
         usec_t t;
         if (lp_get_duration(p, v, "flush_probe_interval", &t)) {
@@ -751,6 +759,7 @@ static int layout_new_defaults(const char *name, Layout **ret) {
     };
     l->api = (ApiConfig) {
         .socket_mode = 0660,
+        .readonly_socket_mode = 0666, /* it only reads: any local user may */
         .flush_probe_interval = 30 * USEC_PER_SEC,
         .max_connections = 4096, /* 1,000 idle clients must not lock others out; clamped to RLIMIT_NOFILE */
         .max_body = 64 * KIB,

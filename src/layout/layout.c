@@ -106,6 +106,7 @@ Layout *layout_free(Layout *l) {
     free(w->static_workspaces);
     free(l->api.socket_path);
     free(l->api.socket_group);
+    free(l->api.readonly_socket_path);
     free(l);
     return NULL;
 }

@@ -236,6 +236,9 @@ typedef struct ApiConfig {
     char *socket_path;               /* default /run/layoutd/api.sock */
     char *socket_group;              /* default "layoutd"; may not exist */
     mode_t socket_mode;              /* default 0660 */
+    char *readonly_socket_path;      /* a second socket that only serves
+                                        reads (GET/HEAD); NULL: none */
+    mode_t readonly_socket_mode;     /* default 0666 */
     usec_t flush_probe_interval;     /* 0 = off; default 30 s */
     unsigned max_connections;        /* default 256 */
     uint64_t max_body;               /* bytes, default 64 KiB */

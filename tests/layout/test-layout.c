@@ -244,6 +244,8 @@ static void test_defaults(void **state) {
     assert_string_equal(l->api.socket_path, "/run/layoutd/api.sock");
     assert_string_equal(l->api.socket_group, "layoutd");
     assert_int_equal(l->api.socket_mode, 0660);
+    assert_null(l->api.readonly_socket_path);
+    assert_int_equal(l->api.readonly_socket_mode, 0666);
     assert_int_equal(l->api.flush_probe_interval, 30 * USEC_PER_SEC);
     assert_int_equal(l->api.max_connections, 4096);
     assert_int_equal(l->api.max_body, 64 * KIB);
@@ -590,6 +592,14 @@ static void test_rules(void **state) {
     CHECK_STRING(API "  max_body: 100\n", { 4, 13, "must be between 1KiB and 64MiB" });
     CHECK_STRING(API "  request_timeout: forever\n", { 4, 20, "invalid duration 'forever'" });
     CHECK_STRING(API "  sockets: /x\n", { 4, 3, "did you mean 'socket'?" });
+    CHECK_STRING(API "  readonly_socket: run/ro.sock\n", { 4, 20, "expected an absolute path" });
+    CHECK_STRING(API "  readonly_socket: /run/layoutd/api.sock\n", { 4, 20, "must not be the same path as socket" });
+    CHECK_STRING(API "  socket: /run/x.sock\n  readonly_socket: /run/x.sock\n", { 5, 20, "must not be the same path" });
+    CHECK_STRING(API "  readonly_socket_mode: 999\n", { 4, 25, "octal mode" });
+    l = parse_ok(API "  readonly_socket: /run/layoutd/api-ro.sock\n  readonly_socket_mode: \"0640\"\n");
+    assert_string_equal(l->api.readonly_socket_path, "/run/layoutd/api-ro.sock");
+    assert_int_equal(l->api.readonly_socket_mode, 0640);
+    layout_free(l);
 
     CHECK_STRING("version: 1\nroot: var\npools: {state: {}}\n", { 2, 7, "root: expected an absolute path" });
     /* Never a system tree, nor a directory others use (the part that
