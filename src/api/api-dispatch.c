@@ -398,7 +398,7 @@ static enum MHD_Result dispatch(Api *api, ApiRequest *req) {
 
     ApiHandler h = api->ops.handlers[spec->id];
     if (!h) {
-        api_error_set(&call.error, -EOPNOTSUPP, 501, "not_implemented", "Not implemented by this agent");
+        api_error_set(&call.error, -EOPNOTSUPP, 501, "not_supported", "Not supported by this agent");
         return queue_error(req, &call.error, -EOPNOTSUPP, NULL);
     }
     if (spec->body == API_BODY_WORKSPACE) {

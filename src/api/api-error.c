@@ -5,6 +5,7 @@
 #include <stdio.h>
 
 #include "api-route.h"
+#include "macro.h"
 
 int api_error_set(ApiError *e, int errno_value, unsigned status, const char *code, const char *fmt, ...) {
     if (e) {
@@ -30,44 +31,52 @@ int api_error_set_default(ApiError *e, int errno_value, unsigned status, const c
     return errno_value < 0 ? errno_value : -errno_value;
 }
 
+/* The one errno -> API error mapping (every handler's failure that has no
+ * more specific code ends here): the status, the stable code, and what it
+ * says when the caller has no words of its own. */
+static const struct {
+    int errno_value;
+    unsigned status;
+    const char *code;
+    const char *message;
+} errno_map[] = {
+    { ENOENT, 404, "not_found", "Not found" },
+    { EEXIST, 409, "exists", "Already exists" },
+    { EBUSY, 409, "conflict", "In use, or in a state that does not allow it now" },
+    { EINVAL, 400, "bad_request", "Invalid request" },
+    { E2BIG, 413, "body_too_large", "Request body too large" },
+    { EPERM, 403, "forbidden", "Not allowed" },
+    { EACCES, 403, "forbidden", "Not allowed" },
+    { ENOSPC, 507, "pool_full", "No space left" },
+    { EDQUOT, 507, "pool_full", "Quota exhausted" },
+    { EROFS, 503, "volume_unavailable", "The volume is read-only or out of service" },
+    { EAGAIN, 503, "unavailable", "The agent is not ready" },
+    { ESHUTDOWN, 503, "shutting_down", "The agent is shutting down" },
+    { EOPNOTSUPP, 501, "not_supported", "Not supported here" },
+    { ETIMEDOUT, 504, "timeout", "The operation did not finish in time" },
+};
+
+static void from_errno(ApiError *e, int r, const char *message) {
+    int n = r < 0 ? -r : r;
+    for (size_t i = 0; i < ELEMENTSOF(errno_map); i++)
+        if (errno_map[i].errno_value == n) {
+            api_error_set(e, r, errno_map[i].status, errno_map[i].code, "%s", message ?: errno_map[i].message);
+            return;
+        }
+    if (message)
+        api_error_set(e, r, 500, "internal", "%s", message);
+    else
+        api_error_set(e, r, 500, "internal", "Internal error: %s", strerror(n));
+}
+
 void api_error_from_errno(ApiError *e, int r) {
-    if (!e || e->status != 0)
-        return;
-    switch (r < 0 ? -r : r) {
-    case ENOENT:
-        api_error_set(e, r, 404, "not_found", "Not found");
-        break;
-    case EEXIST:
-        api_error_set(e, r, 409, "exists", "Already exists");
-        break;
-    case EBUSY:
-        api_error_set(e, r, 409, "busy", "Busy, try again later");
-        break;
-    case ENOSPC:
-    case EDQUOT:
-        api_error_set(e, r, 507, "insufficient_storage", "No space left in the pool");
-        break;
-    case EINVAL:
-        api_error_set(e, r, 400, "bad_request", "Invalid request");
-        break;
-    case EPERM:
-    case EACCES:
-        api_error_set(e, r, 403, "forbidden", "Not allowed");
-        break;
-    case EAGAIN:
-    case ESHUTDOWN:
-        api_error_set(e, r, 503, "unavailable", "The agent is not ready");
-        break;
-    case EOPNOTSUPP:
-        api_error_set(e, r, 501, "not_implemented", "Not implemented by this agent");
-        break;
-    case ETIMEDOUT:
-        api_error_set(e, r, 504, "timeout", "The operation did not finish in time");
-        break;
-    default:
-        api_error_set(e, r, 500, "internal", "Internal error: %s", strerror(r < 0 ? -r : r));
-        break;
-    }
+    if (e && e->status == 0)
+        from_errno(e, r, NULL);
+}
+
+void api_error_from_errno_message(ApiError *e, int r, const char *message) {
+    if (e && e->status == 0)
+        from_errno(e, r, message);
 }
 
 int api_error_to_json(const ApiError *e, json_object **ret) {

@@ -34,6 +34,7 @@ typedef enum ApiRouteId {
     API_ROUTE_WORKSPACE_RESTART, /* POST   /v1/workspaces/{id}/restart */
     API_ROUTE_RELOAD,            /* POST   /v1/reload */
     API_ROUTE_GC,                /* POST   /v1/gc[?dry_run=true] */
+    API_ROUTE_CHECK,             /* POST   /v1/check */
     API_ROUTE_SHUTDOWN,          /* POST   /v1/shutdown[?stop_workspaces=true] */
     API_ROUTE_CAPACITY,          /* GET    /v1/capacity */
     API_ROUTE_OPERATIONS,        /* GET    /v1/operations */
@@ -116,11 +117,15 @@ _printf_(5, 6) int api_error_set_default(ApiError *e, int errno_value, unsigned 
                                          const char *code, const char *fmt, ...);
 
 /* When e was not filled in, derives a status and code from a negative
- * errno: ENOENT->404 not_found, EEXIST->409 exists, EBUSY->409 busy,
- * ENOSPC/EDQUOT->507 insufficient_storage, EINVAL->400 bad_request,
- * EPERM/EACCES->403 forbidden, EAGAIN/ESHUTDOWN->503 unavailable,
- * EOPNOTSUPP->501, ETIMEDOUT->504 timeout, other->500 internal. */
+ * errno, by the one table every handler shares (api-error.c):
+ * ENOENT->404 not_found, EEXIST->409 exists, EBUSY->409 conflict,
+ * EINVAL->400 bad_request, E2BIG->413 body_too_large, EPERM/EACCES->403
+ * forbidden, ENOSPC/EDQUOT->507 pool_full, EROFS->503 volume_unavailable,
+ * EAGAIN->503 unavailable, ESHUTDOWN->503 shutting_down, EOPNOTSUPP->501
+ * not_supported, ETIMEDOUT->504 timeout, other->500 internal. */
 void api_error_from_errno(ApiError *e, int r);
+/* The same, with the caller's message instead of the table's. */
+void api_error_from_errno_message(ApiError *e, int r, const char *message);
 
 /* {"error": {"code": ..., "message": ...}}. Returns 0 or -ENOMEM. */
 int api_error_to_json(const ApiError *e, json_object **ret);
