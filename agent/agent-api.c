@@ -176,7 +176,15 @@ static json_object *problems(Agent *a, VolumeHealth *ret_health) {
         else if (st.state == SUPERVISOR_BACKOFF)
             PROBLEM("workspace", st.id, VOLUME_HEALTH_DEGRADED, "backoff",
                     "%s: the FUSE daemon died and is restarted after a backoff", st.id);
-        else if (st.state == SUPERVISOR_BLOCKED) {
+        const DaemonStats *ds = agent_daemon_stats(a, st.id);
+        if (ds && ds->known && ds->objects_missing > 0)
+            PROBLEM("workspace", st.id, VOLUME_HEALTH_DEGRADED, "objects-missing",
+                    "%s: %" PRIu64 " object(s) its files reference are missing from the content pool (%s%s): those "
+                    "files read as I/O errors, their references are kept; restore the pool, and `layoutctl check` "
+                    "lists every file",
+                    st.id, ds->objects_missing, ds->missing && ds->missing[0] ? "one is " : "",
+                    ds->missing && ds->missing[0] ? ds->missing[0] : "digests unknown");
+        if (st.state == SUPERVISOR_BLOCKED) {
             char why[512];
             const char *b = agent_workspace_blocker(a, st.id, why, sizeof why);
             PROBLEM("workspace", st.id, VOLUME_HEALTH_DEGRADED, "blocked",
@@ -443,6 +451,12 @@ static int h_gc(void *userdata, ApiCall *call) {
     return r < 0 ? r : 1;
 }
 
+static int h_check(void *userdata, ApiCall *call) {
+    Agent *a = userdata;
+    int r = agent_check_run(a, call->operation, &call->error);
+    return r < 0 ? r : 1;
+}
+
 static int op_metrics(void *userdata, MetricsWriter *w, ApiError *err) {
     Agent *a = userdata;
     const Observation *obs = a->engine->observation;
@@ -558,6 +572,15 @@ static int op_metrics(void *userdata, MetricsWriter *w, ApiError *err) {
             (void) metrics_writer_sample(w, (const char *const[]) { "workspace", sts[i].id, NULL },
                                          (double) state_record_count_workspaces(record, rec->volume));
     }
+    (void) metrics_writer_family(w, "layoutd_workspace_objects_missing", METRIC_GAUGE,
+                                 "Objects the workspace's files reference that the content pool lacks (its daemon's "
+                                 "count); those files read as I/O errors");
+    for (size_t i = 0; i < m; i++) {
+        const DaemonStats *ds = agent_daemon_stats(a, sts[i].id);
+        if (ds && ds->known)
+            (void) metrics_writer_sample(w, (const char *const[]) { "workspace", sts[i].id, NULL },
+                                         (double) ds->objects_missing);
+    }
     free(sts);
     (void) metrics_writer_family(w, "layoutd_workspace_creates_total", METRIC_COUNTER,
                                  "Workspace creations asked through the API");
@@ -582,6 +605,7 @@ const ApiOps agent_api_ops = {
         [API_ROUTE_RELOAD] = h_reload,
         [API_ROUTE_CAPACITY] = h_capacity,
         [API_ROUTE_GC] = h_gc,
+        [API_ROUTE_CHECK] = h_check,
         [API_ROUTE_SHUTDOWN] = h_shutdown,
     },
     .metrics = op_metrics,

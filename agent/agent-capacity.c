@@ -196,6 +196,8 @@ static void assess(Agent *a, VolumeState *s, const VolumeObservation *v) {
         .growth = &s->growth,
         .growth_error = s->growth_error,
     };
+    if (v->role == POOL_CONTENT)
+        in.objects_missing = agent_content_missing(a, v->name, &in.missing_workspaces, &in.missing_example);
     VolumeAssessment n;
     if (capacity_assess(p, v, &in, &n) < 0) {
         log_oom();

@@ -161,15 +161,11 @@ static void on_gc_exit(Child *c, int status, const char *stderr_text, void *user
     agent_volumes_refresh(a);
 }
 
-/* Every state volume that may hold references must be in service, and
- * every shard mounted. Fills *argv, or says why not. */
-static int gc_argv(Agent *a, const Pool *p, bool dry_run, char ***ret, char **ret_why) {
+int agent_gc_pool_args(Agent *a, const Pool *p, char ***ret, char **ret_why) {
     StateRecord *record = agent_record(a);
     _cleanup_strv_free_ char **argv = NULL;
     _cleanup_free_ char *content = NULL;
     int r;
-    if ((r = strv_copy((const char *const *) p->gc.command, &argv)) < 0)
-        return r;
     for (unsigned i = 0; i < p->shards; i++) {
         _cleanup_free_ char *name = NULL;
         if ((r = layout_volume_name(POOL_CONTENT, i, &name)) < 0)
@@ -222,6 +218,21 @@ static int gc_argv(Agent *a, const Pool *p, bool dry_run, char ***ret, char **re
         if ((r = strv_extend(&argv, "--state-root")) < 0 || (r = strv_extend(&argv, dir)) < 0)
             return r;
     }
+    *ret = TAKE_PTR(argv);
+    return 0;
+}
+
+/* The sweep's argv: the command, the pool's dirs and roots, the grace. */
+static int gc_argv(Agent *a, const Pool *p, bool dry_run, char ***ret, char **ret_why) {
+    _cleanup_strv_free_ char **argv = NULL, **args = NULL;
+    int r;
+    if ((r = agent_gc_pool_args(a, p, &args, ret_why)) < 0)
+        return r;
+    if ((r = strv_copy((const char *const *) p->gc.command, &argv)) < 0)
+        return r;
+    for (char **x = args; *x; x++)
+        if ((r = strv_extend(&argv, *x)) < 0)
+            return r;
     char grace[32];
     snprintf(grace, sizeof grace, "%" PRIu64, (uint64_t) (p->gc.grace / USEC_PER_SEC));
     if ((r = strv_extend(&argv, "--grace")) < 0 || (r = strv_extend(&argv, grace)) < 0 ||

@@ -10,9 +10,13 @@
  * busy volume can take seconds.
  */
 #include <inttypes.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
 
 #include "agent.h"
 #include "log.h"
+#include "log-messages.h"
 #include "util.h"
 
 FlushProbe *agent_flush_probe_find(Agent *a, const char *volume) {
@@ -41,6 +45,115 @@ static FlushProbe *probe_get(Agent *a, const char *volume) {
     (void) metrics_histogram_init(&p->histogram, bounds, ELEMENTSOF(bounds));
     a->n_probes++;
     return p;
+}
+
+int agent_daemon_stats_path(Agent *a, const char *id, char **ret) {
+    return asprintf(ret, "%s/run/%s.stats", agent_layout(a)->root, id) < 0 ? -ENOMEM : 0;
+}
+
+const DaemonStats *agent_daemon_stats(Agent *a, const char *id) {
+    for (size_t i = 0; i < a->n_daemon_stats; i++)
+        if (streq(a->daemon_stats[i].id, id))
+            return &a->daemon_stats[i];
+    return NULL;
+}
+
+static DaemonStats *stats_get(Agent *a, const char *id) {
+    DaemonStats *d = (DaemonStats *) agent_daemon_stats(a, id);
+    if (d)
+        return d;
+    DaemonStats *t = realloc(a->daemon_stats, sizeof(*t) * (a->n_daemon_stats + 1));
+    if (!t)
+        return NULL;
+    a->daemon_stats = t;
+    d = &t[a->n_daemon_stats];
+    *d = (DaemonStats) { .id = strdup(id) };
+    if (!d->id)
+        return NULL;
+    a->n_daemon_stats++;
+    return d;
+}
+
+/* The shard an object is in (examples/wsfs/README.md, "Content shards"). */
+static unsigned digest_shard(const char *hex, unsigned shards) {
+    char head[5] = {};
+    if (!hex || strlen(hex) < 4 || shards == 0)
+        return UINT_MAX;
+    memcpy(head, hex, 4);
+    return (unsigned) (strtoul(head, NULL, 16) % shards);
+}
+
+uint64_t agent_content_missing(Agent *a, const char *volume, unsigned *ret_workspaces, const char **ret_example) {
+    const Pool *p = layout_pool(agent_layout(a), POOL_CONTENT);
+    unsigned shard, n = 0;
+    uint64_t total = 0;
+    const char *example = NULL;
+    if (!p || sscanf(volume, "content-%u", &shard) != 1)
+        return 0;
+    for (size_t i = 0; i < a->n_daemon_stats; i++) {
+        const DaemonStats *d = &a->daemon_stats[i];
+        if (!d->known || d->objects_missing == 0 || !state_record_find_workspace(agent_record(a), d->id))
+            continue;
+        /* The digests it names say which shard lacks them; without any,
+         * every shard is suspect. */
+        bool here = !d->missing || !d->missing[0];
+        for (char **m = d->missing; m && *m; m++)
+            if (digest_shard(*m, p->shards ?: 1) == shard) {
+                here = true;
+                example = example ?: *m;
+            }
+        if (!here)
+            continue;
+        n++;
+        total += d->objects_missing;
+    }
+    if (ret_workspaces)
+        *ret_workspaces = n;
+    if (ret_example)
+        *ret_example = example;
+    return total;
+}
+
+static void stats_merge(Agent *a, json_object *daemons) {
+    for (size_t i = 0; daemons && i < json_object_array_length(daemons); i++) {
+        json_object *o = json_object_array_get_idx(daemons, i), *v;
+        const char *id = json_object_object_get_ex(o, "id", &v) ? json_object_get_string(v) : NULL;
+        DaemonStats *d = id ? stats_get(a, id) : NULL;
+        if (!d)
+            continue;
+        if (json_object_object_get_ex(o, "error", &v)) {
+            d->known = false; /* no file yet (a daemon that does not write one, or has not yet) */
+            continue;
+        }
+        uint64_t before = d->known ? d->objects_missing : 0;
+        d->known = true;
+        d->objects_missing = json_object_object_get_ex(o, "objects_missing", &v) ? json_object_get_uint64(v) : 0;
+        d->missing_eio = json_object_object_get_ex(o, "missing_eio", &v) ? json_object_get_uint64(v) : 0;
+        d->missing = strv_free(d->missing);
+        json_object *list;
+        if (json_object_object_get_ex(o, "missing_objects", &list) && json_object_is_type(list, json_type_array))
+            for (size_t k = 0; k < json_object_array_length(list) && k < 16; k++) {
+                const char *hex = json_object_get_string(json_object_array_get_idx(list, k));
+                if (hex && strv_extend(&d->missing, hex) < 0)
+                    break;
+            }
+        if (d->objects_missing > before)
+            log_context(LOG_ERR, 0,
+                        &(const LogContext) { .workspace = id, .message_id = LAYOUTD_MESSAGE_OBJECTS_MISSING },
+                        "workspace %s: %" PRIu64 " object(s) its files reference are missing from the content pool "
+                        "(%s%s): those files read as I/O errors; `layoutctl check` lists them",
+                        id, d->objects_missing, d->missing && d->missing[0] ? "one is " : "",
+                        d->missing && d->missing[0] ? d->missing[0] : "no digest reported");
+        else if (before > 0 && d->objects_missing == 0)
+            log_notice("workspace %s: no object is missing any more", id);
+    }
+    /* Workspaces that are gone take their figures with them. */
+    for (size_t i = a->n_daemon_stats; i > 0; i--)
+        if (!state_record_find_workspace(agent_record(a), a->daemon_stats[i - 1].id)) {
+            free(a->daemon_stats[i - 1].id);
+            strv_free(a->daemon_stats[i - 1].missing);
+            a->daemon_stats[i - 1] = a->daemon_stats[--a->n_daemon_stats];
+        }
 }
 
 static void on_probed(Worker *w, int error, const char *message, ApplyResult *res, Observation *obs,
@@ -74,6 +187,9 @@ static void on_probed(Worker *w, int error, const char *message, ApplyResult *re
         }
     if (error >= 0 && probes)
         agent_capacity_merge_statfs(a, probes);
+    json_object *daemons;
+    if (error >= 0 && extra && json_object_object_get_ex(extra, "daemons", &daemons))
+        stats_merge(a, daemons);
     apply_result_free(res);
     observation_free(obs);
     json_object_put(extra);
@@ -111,6 +227,18 @@ static int probe_run(Agent *a) {
         json_object_put(args);
         return 0;
     }
+    json_object *stats = json_object_new_array();
+    StateRecord *record = agent_record(a);
+    for (size_t i = 0; stats && i < record->n_workspaces; i++) {
+        _cleanup_free_ char *path = NULL;
+        if (!record->workspaces[i]->active || agent_daemon_stats_path(a, record->workspaces[i]->id, &path) < 0)
+            continue;
+        json_object *o = json_object_new_object();
+        json_object_object_add(o, "id", json_object_new_string(record->workspaces[i]->id));
+        json_object_object_add(o, "path", json_object_new_string(path));
+        json_object_array_add(stats, o);
+    }
+    json_object_object_add(args, "stats", stats);
     WorkerRequest req = { .op = WORKER_OP_PROBE, .layout = agent_layout(a), .record = agent_record(a), .args = args };
     WorkerCallbacks cb = { .on_done = on_probed };
     r = worker_start(a->event, AGENT_SELF_EXE, &req, &cb, a, &a->prober);
@@ -144,6 +272,12 @@ int agent_flush_probe_start(Agent *a) {
 }
 
 void agent_flush_probe_stop(Agent *a) {
+    for (size_t i = 0; i < a->n_daemon_stats; i++) {
+        free(a->daemon_stats[i].id);
+        strv_free(a->daemon_stats[i].missing);
+    }
+    a->daemon_stats = mfree(a->daemon_stats);
+    a->n_daemon_stats = 0;
     a->probe_timer = sd_event_source_disable_unref(a->probe_timer);
     a->prober = worker_free(a->prober);
     a->probe_volumes = strv_free(a->probe_volumes);

@@ -272,6 +272,18 @@ static int identity_environment(Agent *a, const WorkspaceRecord *w, char ***env)
     return 0;
 }
 
+/* Where the daemon writes its counters (the agent reads them with the
+ * flush probe: a lost object shows as a problem). */
+static int stats_environment(Agent *a, const WorkspaceRecord *w, char ***env) {
+    _cleanup_free_ char *path = NULL, *kv = NULL;
+    int r = agent_daemon_stats_path(a, w->id, &path);
+    if (r < 0)
+        return r;
+    if (asprintf(&kv, "LAYOUTD_STATS_FILE=%s", path) < 0 || strv_extend(env, kv) < 0)
+        return -ENOMEM;
+    return 0;
+}
+
 int agent_workspace_spawn(Agent *a, const WorkspaceRecord *w) {
     _cleanup_strv_free_ char **content = NULL, **argv = NULL, **env = NULL;
     const Layout *l = agent_layout(a);
@@ -297,7 +309,7 @@ int agent_workspace_spawn(Agent *a, const WorkspaceRecord *w) {
     WorkspaceSpec spec = {};
     supervisor_spec_from_config(&spec, &l->workspace);
     if ((r = strv_copy((const char *const *) spec.environment, &env)) < 0 ||
-        (r = identity_environment(a, w, &env)) < 0)
+        (r = identity_environment(a, w, &env)) < 0 || (r = stats_environment(a, w, &env)) < 0)
         return log_error_errno(r, "workspace %s: cannot make the daemon's environment: %m", w->id);
     spec.id = w->id;
     spec.argv = argv;
@@ -403,86 +415,186 @@ static void check_waiters(Agent *a, const char *id) {
     }
 }
 
-int agent_workspaces_start(Agent *a) {
-    PlaceContext ctx;
-    PlaceReconcileReport rep = {};
-    int r;
+static void create_continue(Agent *a, const char *id, bool was_new, bool resumed, ApiOperation *op);
+static PendingCarve *find_carve(Agent *a, const char *name);
+static void on_reconciled_start(Agent *a);
 
-    if (!a->supervisor)
-        return 0;
-    agent_place_context(a, &ctx);
-    r = place_reconcile(&ctx, &rep);
-    if (r < 0)
-        log_warning_errno(r, "Failed to reconcile workspaces with their directories, ignoring: %m");
-    else {
-        for (size_t i = 0; i < rep.n_items; i++) {
-            const PlaceReconcileItem *it = &rep.items[i];
-            log_full_errno(it->kind == PLACE_RECONCILE_ADOPTED ? LOG_NOTICE : LOG_WARNING, 0,
-                           "workspace %s on volume %s: %s (%s)", it->name ? it->name : "-",
-                           it->volume ? it->volume : "-", place_reconcile_kind_to_string(it->kind),
-                           it->path ? it->path : "");
+/* What the reconcile worker adopted (directories without an entry), added
+ * to the agent's record unless an entry appeared meanwhile. */
+static void merge_reconcile(Agent *a, json_object *extra) {
+    json_object *items, *adopted;
+    bool changed = false;
+    if (json_object_object_get_ex(extra, "items", &items))
+        for (size_t i = 0; i < json_object_array_length(items); i++) {
+            json_object *it = json_object_array_get_idx(items, i), *k, *v, *n, *p;
+            json_object_object_get_ex(it, "kind", &k);
+            json_object_object_get_ex(it, "volume", &v);
+            json_object_object_get_ex(it, "name", &n);
+            json_object_object_get_ex(it, "path", &p);
+            const char *kind = json_object_get_string(k);
+            log_full_errno(streq_ptr(kind, "adopted") ? LOG_NOTICE : LOG_WARNING, 0, "workspace %s on volume %s: %s (%s)",
+                           n ? json_object_get_string(n) : "-", v ? json_object_get_string(v) : "-", kind ?: "?",
+                           p ? json_object_get_string(p) : "");
         }
-        place_reconcile_report_done(&rep);
-    }
+    if (json_object_object_get_ex(extra, "adopted", &adopted))
+        for (size_t i = 0; i < json_object_array_length(adopted); i++) {
+            json_object *o = json_object_array_get_idx(adopted, i), *id, *vol, *dir, *mp;
+            if (!json_object_object_get_ex(o, "id", &id) || !json_object_object_get_ex(o, "volume", &vol) ||
+                !json_object_object_get_ex(o, "state_dir", &dir))
+                continue;
+            json_object_object_get_ex(o, "mountpoint", &mp);
+            if (state_record_find_workspace(agent_record(a), json_object_get_string(id)))
+                continue;
+            WorkspaceRecord w = {
+                .id = (char *) json_object_get_string(id),
+                .volume = (char *) json_object_get_string(vol),
+                .state_dir = (char *) json_object_get_string(dir),
+                .mountpoint = mp ? (char *) json_object_get_string(mp) : NULL,
+                .active = false, /* kept data: counted towards no bound */
+                .created_at = now_usec(CLOCK_REALTIME),
+            };
+            if (state_record_add_workspace(agent_record(a), &w, NULL) >= 0)
+                changed = true;
+        }
+    if (changed)
+        agent_persist(a);
+}
 
+static void on_reclaimed(Agent *a, int error, const char *message, ApplyResult *res, json_object *extra,
+                         void *userdata) {
+    _cleanup_free_ char *volume = userdata;
+    bool ok = error >= 0 && apply_result_ok(res);
+    if (ok)
+        log_notice("volume %s: reclaimed: it held no workspace and the pool keeps min_volumes without it", volume);
+    else
+        log_warning("volume %s: not reclaimed: %s", volume, message ?: error < 0 ? strerror(-error) : "see its state");
+    json_object *f = json_object_new_object();
+    json_object_object_add(f, "volume", json_object_new_string(volume));
+    json_object_object_add(f, "ok", json_object_new_boolean(ok));
+    json_object_object_add(f, "message", !ok && message ? json_object_new_string(message) : NULL);
+    agent_event(a, ok ? "volume.reclaimed" : "volume.reclaim_failed", f);
+}
+
+/* At start: state volumes beyond the pool's min_volumes that hold no
+ * workspace (kept data included) go. They are what a create that died
+ * between its carve and its intent leaves (an agent killed mid-way), or
+ * what removes left behind; the next creates carve again when needed.
+ * The worker checks the volume's directory is empty before it destroys
+ * anything (engine_reclaim). */
+static void reclaim_empty_volumes(Agent *a) {
+    const Pool *p = layout_pool(agent_layout(a), POOL_STATE);
+    StateRecord *record = agent_record(a);
+    if (!p)
+        return;
+    for (size_t i = 0; i < record->n_volumes; i++) {
+        const VolumeRecord *v = record->volumes[i];
+        if (v->role != POOL_STATE || v->index < p->min_volumes || find_carve(a, v->name))
+            continue;
+        bool used = false;
+        for (size_t k = 0; k < record->n_workspaces && !used; k++)
+            used = streq_ptr(record->workspaces[k]->volume, v->name);
+        const VolumeObservation *o = agent_volume(a, v->name);
+        if (used || !o || !volume_observation_is_up(o))
+            continue;
+        json_object *args = json_object_new_object();
+        json_object_object_add(args, "volume", json_object_new_string(v->name));
+        char *name = strdup(v->name);
+        log_info("volume %s: holds no workspace, beyond min_volumes (%u): reclaiming it", v->name, p->min_volumes);
+        if (!name || agent_job_submit(a, WORKER_OP_RECLAIM, args, v->name, NULL, on_reclaimed, name) < 0) {
+            free(name);
+            log_warning("volume %s: cannot start its reclaim, ignoring", v->name);
+        }
+    }
+}
+
+static void on_reconciled(Agent *a, int error, const char *message, ApplyResult *res, json_object *extra,
+                          void *userdata) {
+    if (error < 0)
+        log_warning("Failed to reconcile workspaces with their directories, ignoring: %s",
+                    message ?: strerror(-error));
+    else if (extra)
+        merge_reconcile(a, extra);
+    if (!a->supervisor || a->stopping)
+        return;
+    bool starting = !a->ready;
+    on_reconciled_start(a);
+    if (starting)
+        reclaim_empty_volumes(a);
+    agent_ready(a);
+}
+
+/* Every workspace of the record under supervision again (a start, a
+ * reload): the active ones, the creates a stop interrupted, the static
+ * ones, and the stale mounts of none of them cleaned. */
+static void on_reconciled_start(Agent *a) {
     StateRecord *record = agent_record(a);
     for (size_t i = 0; i < record->n_workspaces; i++) {
         const WorkspaceRecord *w = record->workspaces[i];
         if (w->active)
             (void) agent_workspace_spawn(a, w);
     }
+    /* Creates a stop interrupted: their intent is on disk, so they go on
+     * where they were placed (a client that lost its answer finds the
+     * workspace by its id). By id: continuing may change the record. */
+    _cleanup_strv_free_ char **creating = NULL;
+    for (size_t i = 0; i < record->n_workspaces; i++)
+        if (record->workspaces[i]->creating && !id_is_pending(a, record->workspaces[i]->id) &&
+            strv_extend(&creating, record->workspaces[i]->id) < 0)
+            log_oom();
+    for (char **id = creating; id && *id; id++) {
+        log_notice("workspace %s: completing its create, which the agent's stop interrupted", *id);
+        /* Whether it was new or reclaimed kept data is not recorded: if
+         * it cannot be completed, it stays as kept data (nothing lost). */
+        create_continue(a, *id, false, true, NULL);
+    }
 
     const WorkspaceConfig *wc = &agent_layout(a)->workspace;
     for (size_t i = 0; i < wc->n_static_workspaces; i++) {
         const StaticWorkspace *sw = &wc->static_workspaces[i];
         WorkspaceRecord *w = place_workspace_get(record, sw->id);
-        if ((w && w->active) || id_is_pending(a, sw->id))
+        if ((w && (w->active || w->creating)) || id_is_pending(a, sw->id))
             continue;
         ApiWorkspaceRequest req = { .id = sw->id, .tenant = sw->tenant, .quota = sw->quota };
         ApiError err = {};
-        r = agent_workspace_create(a, &req, NULL, &err);
+        int r = agent_workspace_create(a, &req, NULL, &err);
         if (r < 0)
             log_error("workspace %s (static): not created: %s", sw->id, err.message[0] ? err.message : strerror(-r));
         else
-            log_info("workspace %s (static): %s", sw->id, r == 0 ? "created" : "being created");
+            log_info("workspace %s (static): being created", sw->id);
     }
 
-    r = supervisor_sweep_stale(a->supervisor, wc->mount_root);
+    int r = supervisor_sweep_stale(a->supervisor, wc->mount_root);
     if (r < 0)
         log_warning_errno(r, "Failed to sweep %s for stale FUSE mounts, ignoring: %m", wc->mount_root);
     else if (r > 0)
         log_notice("Cleaned %d stale FUSE mount(s) below %s", r, wc->mount_root);
+}
+
+int agent_workspaces_start(Agent *a) {
+    if (!a->supervisor)
+        return 0;
+    /* The directories are read in a worker (they are on the state
+     * volumes); the daemons start once the record has what it found. */
+    int r = agent_job_submit(a, WORKER_OP_RECONCILE, NULL, NULL, NULL, on_reconciled, NULL);
+    if (r < 0) {
+        log_error_errno(r, "Failed to start reconciling the workspaces, starting them without: %m");
+        on_reconciled_start(a);
+        return r;
+    }
     return 0;
 }
 
 /* ---- create -------------------------------------------------------------- */
 
+/* A placement failure as the API says it: the one errno table
+ * (api-error.c), with placement's words; a full host is told apart from
+ * a full pool, since the operator's fix differs. */
 static void place_error_to_api(int r, const PlaceError *pe, ApiError *err) {
     const char *msg = pe->message ? pe->message : strerror(-r);
-    switch (r) {
-    case -EINVAL:
-        api_error_set_default(err, r, 400, "invalid_request", "%s", msg);
-        break;
-    case -EOPNOTSUPP:
-        api_error_set_default(err, r, 400, "not_supported", "%s", msg);
-        break;
-    case -EEXIST:
-        api_error_set_default(err, r, 409, "exists", "%s", msg);
-        break;
-    case -EACCES:
-    case -EBUSY:
-        api_error_set_default(err, r, 409, "conflict", "%s", msg);
-        break;
-    case -ENOSPC:
-        api_error_set_default(err, r, 507, pe->reason == PLACE_REASON_HOST_FULL ? "host_full" : "pool_full", "%s",
-                              msg);
-        break;
-    case -EROFS:
-        api_error_set_default(err, r, 503, "volume_unavailable", "%s", msg);
-        break;
-    default:
-        api_error_set_default(err, r, 500, "internal", "%s", msg);
-    }
+    if (r == -ENOSPC && pe->reason == PLACE_REASON_HOST_FULL)
+        api_error_set_default(err, r, 507, "host_full", "%s", msg);
+    else
+        api_error_from_errno_message(err, r, msg);
 }
 
 static PendingCreate *pending_create_new(const ApiWorkspaceRequest *req, bool reclaim, ApiOperation *op) {
@@ -522,39 +634,207 @@ static void create_failed(Agent *a, PendingCreate *c, const ApiError *err) {
         api_operation_fail(c->op, err);
 }
 
-/* The volume exists and is mounted: directory, record, daemon. */
+/* A create between its intent and its daemon: each step continues from
+ * the previous one's callback. */
+typedef struct CreateRun {
+    char *id;
+    bool was_new;             /* no kept data was reclaimed: a failure drops the entry */
+    bool resumed;             /* a create a stop interrupted: its directory may exist */
+    ApiOperation *op;
+    int step;
+} CreateRun;
+
+static CreateRun *create_run_free(CreateRun *cr) {
+    if (cr) {
+        free(cr->id);
+        api_operation_unref(cr->op);
+        free(cr);
+    }
+    return NULL;
+}
+
+/* A create that cannot go on: the entry goes (or is kept data again), and
+ * the operation fails with err. */
+static void create_abandon(Agent *a, CreateRun *cr, const ApiError *err) {
+    PlaceContext ctx;
+    agent_place_context(a, &ctx);
+    place_workspace_abandon(&ctx, cr->id, cr->was_new);
+    a->api_create_failures++;
+    log_warning("workspace %s: create failed: %s", cr->id, err->message);
+    json_object *f = json_object_new_object();
+    json_object_object_add(f, "workspace", json_object_new_string(cr->id));
+    json_object_object_add(f, "message", json_object_new_string(err->message));
+    agent_event(a, "workspace.create_failed", f);
+    if (cr->op) {
+        api_operation_step_done(cr->op, cr->step, -EIO, "%s", err->message);
+        api_operation_fail(cr->op, err);
+    }
+    create_run_free(cr);
+}
+
+/* The entry still says "being created" (a remove may have come first). */
+static WorkspaceRecord *still_creating(Agent *a, const CreateRun *cr) {
+    WorkspaceRecord *w = state_record_find_workspace(agent_record(a), cr->id);
+    return w && w->creating ? w : NULL;
+}
+
+static void create_started(Agent *a, CreateRun *cr, WorkspaceRecord *w) {
+    log_info("workspace %s: placed on volume %s (%s)", w->id, w->volume, w->state_dir);
+    json_object *f = json_object_new_object();
+    json_object_object_add(f, "workspace", json_object_new_string(w->id));
+    json_object_object_add(f, "volume", json_object_new_string(w->volume));
+    agent_event(a, "workspace.created", f);
+    int r = agent_workspace_spawn(a, w);
+    if (r < 0) {
+        ApiError err = {};
+        api_error_set(&err, r, 500, "spawn_failed", "workspace %s was placed on %s but its daemon could not be started: %s",
+                      w->id, w->volume, strerror(-r));
+        if (cr->op)
+            api_operation_fail(cr->op, &err);
+        create_run_free(cr);
+        return;
+    }
+    if (cr->op) {
+        WorkspaceStatus st;
+        if (supervisor_get_status(a->supervisor, w->id, &st) >= 0 && st.state == SUPERVISOR_RUNNING)
+            agent_operation_succeed_saved(a, cr->op, 201, agent_workspace_json(a, w)); /* adopted: running already */
+        else
+            (void) add_waiter(a, w->id, WAIT_RUNNING, 0, cr->op, 201, "starting the FUSE daemon");
+    }
+    create_run_free(cr);
+}
+
+static void on_dir_made(Agent *a, int error, const char *message, ApplyResult *res, json_object *extra,
+                        void *userdata) {
+    CreateRun *cr = userdata;
+    WorkspaceRecord *w = still_creating(a, cr);
+    ApiError err = {};
+    if (!w) {
+        api_error_set(&err, -ENOENT, 409, "removed", "workspace '%s' was removed while it was being created", cr->id);
+        if (cr->op)
+            api_operation_fail(cr->op, &err);
+        create_run_free(cr);
+        return;
+    }
+    if (error < 0) {
+        if (error == -EEXIST)
+            api_error_set(&err, error, 409, "exists", "%s", message ?: strerror(-error));
+        else
+            api_error_set(&err, error, 500, "internal", "making the directory of workspace '%s' failed: %s", cr->id,
+                          message ?: strerror(-error));
+        create_abandon(a, cr, &err);
+        return;
+    }
+    if (cr->op)
+        api_operation_step_done(cr->op, cr->step, 0, NULL);
+    PlaceContext ctx;
+    PlaceError pe = {};
+    agent_place_context(a, &ctx);
+    int r = place_workspace_activate(&ctx, cr->id, &pe);
+    if (r < 0) {
+        api_error_set(&err, r, 500, "internal", "%s", pe.message ?: strerror(-r));
+        place_error_done(&pe);
+        create_abandon(a, cr, &err);
+        return;
+    }
+    create_started(a, cr, w);
+}
+
+/* After the intent is on disk: the directory, in a worker. */
+static void create_make_dir(Agent *a, CreateRun *cr) {
+    WorkspaceRecord *w = still_creating(a, cr);
+    ApiError err = {};
+    if (!w) {
+        api_error_set(&err, -ENOENT, 409, "removed", "workspace '%s' was removed while it was being created", cr->id);
+        if (cr->op)
+            api_operation_fail(cr->op, &err);
+        create_run_free(cr);
+        return;
+    }
+    json_object *args = json_object_new_object();
+    json_object_object_add(args, "volume", json_object_new_string(w->volume));
+    json_object_object_add(args, "id", json_object_new_string(w->id));
+    /* A resumed create may find its directory made already; so may a
+     * reclaim, which wants it. */
+    json_object_object_add(args, "reclaim", json_object_new_boolean(!cr->was_new || cr->resumed));
+    if (cr->op)
+        cr->step = api_operation_step(cr->op, "making %s", w->state_dir);
+    int r = agent_job_submit(a, WORKER_OP_WORKSPACE_DIR, args, w->volume, NULL, on_dir_made, cr);
+    if (r < 0) {
+        api_error_set(&err, r, 500, "internal", "cannot start the directory job of workspace '%s': %s", cr->id,
+                      strerror(-r));
+        create_abandon(a, cr, &err);
+    }
+}
+
+typedef struct IntentWait {
+    Agent *agent;
+    CreateRun *run;
+} IntentWait;
+
+static void on_intent_saved(int error, void *userdata) {
+    IntentWait *iw = userdata;
+    Agent *a = iw->agent;
+    CreateRun *cr = iw->run;
+    free(iw);
+    if (error == -ECANCELED) { /* the agent is going away: the next one goes on */
+        create_run_free(cr);
+        return;
+    }
+    if (error < 0) {
+        ApiError err = {};
+        api_error_set(&err, error, 500, "record_unsaved",
+                      "the intent to create workspace '%s' could not be saved: %s; nothing was made", cr->id,
+                      strerror(-error));
+        create_abandon(a, cr, &err);
+        return;
+    }
+    create_make_dir(a, cr);
+}
+
+/* The rest of a create whose intent is recorded: wait until it is durable
+ * (so that a directory never exists that no record on disk explains),
+ * make the directory in a worker, record it active, start the daemon. */
+static void create_continue(Agent *a, const char *id, bool was_new, bool resumed, ApiOperation *op) {
+    CreateRun *cr = calloc(1, sizeof(*cr));
+    IntentWait *iw = calloc(1, sizeof(*iw));
+    if (!cr || !iw || !(cr->id = strdup(id))) {
+        free(iw);
+        create_run_free(cr);
+        log_oom();
+        return;
+    }
+    cr->was_new = was_new;
+    cr->resumed = resumed;
+    cr->op = api_operation_ref(op);
+    *iw = (IntentWait) { .agent = a, .run = cr };
+    if (agent_when_saved(a, on_intent_saved, iw, NULL) < 0) {
+        free(iw);
+        ApiError err = {};
+        api_error_set(&err, -ENOMEM, 500, "internal", "out of memory");
+        create_abandon(a, cr, &err);
+    }
+}
+
+/* The volume exists and is mounted: intent, then the rest (above). */
 static int create_on(Agent *a, PendingCreate *c, const char *volume, ApiError *err) {
     PlaceContext ctx;
     PlaceError pe = {};
     WorkspaceRecord *w = NULL;
     PlaceCreateRequest req = place_request(c);
     agent_place_context(a, &ctx);
-    int r = place_workspace_create_on(&ctx, &req, volume, &w, &pe);
+    int r = place_workspace_intent(&ctx, &req, volume, &w, &pe);
     if (r < 0) {
         place_error_to_api(r, &pe, err);
         place_error_done(&pe);
         return r;
     }
-    log_info("workspace %s: placed on volume %s (%s)", w->id, w->volume, w->state_dir);
-    json_object *f = json_object_new_object();
-    json_object_object_add(f, "workspace", json_object_new_string(w->id));
-    json_object_object_add(f, "volume", json_object_new_string(w->volume));
-    agent_event(a, "workspace.created", f);
-    r = agent_workspace_spawn(a, w);
-    if (r < 0)
-        return api_error_set(err, r, 500, "spawn_failed",
-                             "workspace %s was placed on %s but its daemon could not be started: %s", w->id,
-                             w->volume, strerror(-r));
     if (c->op) {
         _cleanup_free_ char *res = NULL;
         if (asprintf(&res, "/v1/workspaces/%s", w->id) >= 0)
             (void) api_operation_set_resource(c->op, res);
-        WorkspaceStatus st;
-        if (supervisor_get_status(a->supervisor, w->id, &st) >= 0 && st.state == SUPERVISOR_RUNNING)
-            agent_operation_succeed_saved(a, c->op, 201, agent_workspace_json(a, w)); /* adopted: running already */
-        else
-            (void) add_waiter(a, w->id, WAIT_RUNNING, 0, c->op, 201, "starting the FUSE daemon");
     }
+    create_continue(a, w->id, !c->reclaim, false, c->op);
     return 0;
 }
 

@@ -61,6 +61,7 @@ Agent *agent_free(Agent *a) {
     agent_flush_probe_stop(a);
     agent_vdo_stop(a);
     agent_gc_stop(a);
+    agent_check_stop(a);
     agent_cgroups_stop(a);
     agent_volumes_unwatch(a);
     agent_jobs_abandon(a);
@@ -235,7 +236,7 @@ static void collect_reload_notes(Agent *a, const Layout *l) {
 
 /* Recorded volumes that are not in service: a reload of the same layout
  * tries them again (the operator put a missing image back, say). */
-static size_t volumes_out_of_service(Agent *a) {
+static size_t recorded_volumes_down(Agent *a) {
     StateRecord *record = agent_record(a);
     size_t n = 0;
     for (size_t i = 0; i < record->n_volumes; i++) {
@@ -280,7 +281,7 @@ int agent_reload(Agent *a, ApiOperation *op, char **ret_error) {
     }
 
     bool changed = !streq(hash, a->engine->layout_hash);
-    size_t down = changed ? 0 : volumes_out_of_service(a);
+    size_t down = changed ? 0 : recorded_volumes_down(a);
     a->last_reload_error = mfree(a->last_reload_error);
     if (changed)
         collect_reload_notes(a, l);
@@ -348,12 +349,19 @@ static void on_started(Agent *a, int error, const char *message, ApplyResult *re
             (void) sd_event_exit(a->event, 1);
             return;
         }
-        (void) agent_workspaces_start(a);
     }
     (void) agent_flush_probe_start(a);
     (void) agent_vdo_start(a);
     (void) agent_gc_start(a);
+    /* Ready once the workspaces are supervised again (their directories
+     * are reconciled in a worker first). */
+    if (!a->supervisor || agent_workspaces_start(a) < 0)
+        agent_ready(a);
+}
 
+void agent_ready(Agent *a) {
+    if (a->ready || a->stopping)
+        return;
     a->ready = true;
     api_set_state(a->api, API_STATE_READY);
     (void) sd_notify(false, "READY=1");

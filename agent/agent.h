@@ -48,6 +48,16 @@ typedef struct AgentOptions {
     bool no_workspaces;          /* volumes only (no FUSE daemons) */
 } AgentOptions;
 
+/* What a workspace's daemon says of itself (its stats file, read with the
+ * flush probe): the objects its files reference that the pool lacks. */
+typedef struct DaemonStats {
+    char *id;
+    bool known;                  /* the file was read */
+    uint64_t objects_missing;    /* distinct objects, since the daemon started */
+    uint64_t missing_eio;        /* opens answered EIO because of them */
+    char **missing;              /* the first few digests */
+} DaemonStats;
+
 /* The flush cost of one volume, measured by the probe. */
 typedef struct FlushProbe {
     char *volume;
@@ -80,6 +90,7 @@ typedef struct AgentCgroups AgentCgroups;
 typedef struct PendingCarve PendingCarve;
 typedef struct WorkspaceWaiter WorkspaceWaiter;
 typedef struct AgentVdo AgentVdo;
+typedef struct AgentCheck AgentCheck;
 
 typedef struct Agent {
     sd_event *event;
@@ -137,6 +148,8 @@ typedef struct Agent {
 
     FlushProbe *probes;
     size_t n_probes;
+    DaemonStats *daemon_stats;   /* per workspace (agent-probe.c) */
+    size_t n_daemon_stats;
     sd_event_source *probe_timer;
     Worker *prober;
     char **probe_volumes;        /* volumes of the running probe, in order */
@@ -148,6 +161,7 @@ typedef struct Agent {
     uint64_t api_creates, api_create_failures;
 
     AgentVdo *vdo;               /* agent-vdo.c: fstrim; NULL without vdo-xfs */
+    AgentCheck *check;           /* agent-check.c: the content pool's check */
 } Agent;
 
 /* The binary the workers run: this one, as it is running now (a package
@@ -166,6 +180,9 @@ int agent_reload(Agent *a, ApiOperation *op, char **ret_error);
  * or left serving for the next agent to re-adopt. */
 void agent_stop(Agent *a, bool stop_workspaces, const char *why);
 void agent_update_status(Agent *a);
+/* The start is over (volumes up, workspaces supervised): READY=1, the API
+ * takes changes. Once; not while stopping. */
+void agent_ready(Agent *a);
 /* The loop ends once no volume job runs and the record is saved (the
  * answers waiting on that go out first). */
 void agent_exit_when_idle(Agent *a);
@@ -275,6 +292,11 @@ void agent_cgroups_metrics(Agent *a, MetricsWriter *w);
 
 /* agent-gc.c */
 int agent_gc_start(Agent *a);
+/* The pool's dirs and the roots that may hold references to it, as the
+ * pool's tools take them: --content DIR[,DIR...] --state-root DIR...
+ * Refused (-EBUSY, *ret_why) while a volume that may hold references is
+ * out of service: a reference nobody can see looks like none. */
+int agent_gc_pool_args(Agent *a, const Pool *p, char ***ret, char **ret_why);
 void agent_gc_stop(Agent *a);
 /* POST /v1/gc: a sweep now (dry_run: report only). Returns 1 (op goes on)
  * or <0 with err set. */
@@ -284,10 +306,24 @@ void agent_gc_observed(Agent *a);
 json_object *agent_gc_json(Agent *a);
 void agent_gc_metrics(Agent *a, MetricsWriter *w);
 
+/* agent-check.c */
+/* POST /v1/check: the content pool's check now (every stub against the
+ * pool). Returns 1 (op goes on) or <0 with err set. */
+int agent_check_run(Agent *a, ApiOperation *op, ApiError *err);
+void agent_check_stop(Agent *a);
+
 /* agent-probe.c */
 int agent_flush_probe_start(Agent *a);
 void agent_flush_probe_stop(Agent *a);
 FlushProbe *agent_flush_probe_find(Agent *a, const char *volume);
+/* A workspace's daemon's own figures, or NULL (never read). */
+const DaemonStats *agent_daemon_stats(Agent *a, const char *id);
+/* The objects missing from content shard `volume` that workspaces
+ * reference, by their daemons' reports: the count (summed over the
+ * workspaces), how many report any, and one digest. */
+uint64_t agent_content_missing(Agent *a, const char *volume, unsigned *ret_workspaces, const char **ret_example);
+/* The stats file the agent hands a workspace's daemon (LAYOUTD_STATS_FILE). */
+int agent_daemon_stats_path(Agent *a, const char *id, char **ret);
 
 /* agent-workspaces.c */
 int agent_workspaces_start(Agent *a);

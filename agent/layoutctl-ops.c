@@ -260,6 +260,52 @@ int layoutctl_gc(int argc, char **argv, const LayoutctlGlobals *g) {
     return ec;
 }
 
+int layoutctl_check(int argc, char **argv, const LayoutctlGlobals *g) {
+    static const char usage[] =
+        "Usage: layoutctl check [--no-wait] [--json] [--socket PATH]\n"
+        "\n"
+        "Checks every workspace's files against the content pool: lists each file whose\n"
+        "object the pool does not have (it reads as an I/O error, never as zeros, and\n"
+        "keeps its reference: a pool restored from a backup makes it readable again).\n"
+        "Changes nothing. The pool's own tool does it (layoutd-wsfs fsck for the\n"
+        "reference daemon). Refused while a volume that may hold references is out of\n"
+        "service.\n"
+        "\n" CLIENT_WAIT_HELP CLIENT_COMMON_HELP "\n"
+        "Exit status: 0 nothing missing, 1 files without their object (listed) or an\n"
+        "error, 2 usage, 3 the check could not look at everything (nothing missing in\n"
+        "what it saw).\n";
+    ClientOptions o;
+    int ec = client_parse(argc, argv, g, CLIENT_OPT_WAIT, NULL, 0, NULL, 0, usage, &o);
+    if (ec != 0)
+        return ec < 0 ? LAYOUTCTL_EXIT_OK : ec;
+    Reply r = {};
+    ec = client_call_operation("check", &o.args, "POST", "/v1/check", NULL, o.no_wait, o.args.json, &r);
+    if (ec != 0)
+        return ec;
+    if (finish("check", &o, &r, 200, &ec)) {
+        json_object *missing = jget(r.json, "report.missing");
+        uint64_t stubs = juint(r.json, "report.stubs_missing"), objects = juint(r.json, "report.objects_missing");
+        json_object *okv = jget(r.json, "report.ok");
+        bool complete = okv && json_object_get_boolean(okv);
+        for (size_t i = 0; missing && i < json_object_array_length(missing); i++) {
+            json_object *m = json_object_array_get_idx(missing, i), *p, *d, *own;
+            json_object_object_get_ex(m, "path", &p);
+            json_object_object_get_ex(m, "digest", &d);
+            json_object_object_get_ex(m, "own_data", &own);
+            printf("missing  %s  %s  %s\n", d ? json_object_get_string(d) : "?", p ? json_object_get_string(p) : "?",
+                   own ? json_object_get_string(own) : "");
+        }
+        printf("%" PRIu64 " stub(s) checked: %" PRIu64 " without their object (%" PRIu64 " object(s))%s\n",
+               juint(r.json, "report.stubs_checked"), stubs, objects, complete ? "" : "; the check was incomplete");
+        if (stubs > 0)
+            ec = LAYOUTCTL_EXIT_FAILURE;
+        else if (!complete)
+            ec = 3;
+    }
+    reply_done(&r);
+    return ec;
+}
+
 static int set_stop(const char *arg, void *userdata) {
     *(int *) userdata = 1;
     return 0;

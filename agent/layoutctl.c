@@ -29,6 +29,7 @@ static const LayoutctlVerb verbs[] = {
     { "restart", "restart a workspace's FUSE daemon (ID)", layoutctl_restart },
     { "reload", "make the running agent re-read its layout", layoutctl_reload },
     { "gc", "sweep the content pool now ([--dry-run]): reclaim unreferenced objects", layoutctl_gc },
+    { "check", "check every workspace's files against the content pool", layoutctl_check },
     { "shutdown", "stop the agent ([--stop-workspaces]: and every workspace)", layoutctl_shutdown },
     { "events", "follow the running agent's events ([--since N])", layoutctl_events },
 };

@@ -43,6 +43,7 @@ int layoutctl_rm(int argc, char **argv, const LayoutctlGlobals *g);
 int layoutctl_restart(int argc, char **argv, const LayoutctlGlobals *g);
 int layoutctl_reload(int argc, char **argv, const LayoutctlGlobals *g);
 int layoutctl_gc(int argc, char **argv, const LayoutctlGlobals *g);
+int layoutctl_check(int argc, char **argv, const LayoutctlGlobals *g);
 int layoutctl_shutdown(int argc, char **argv, const LayoutctlGlobals *g);
 int layoutctl_show(int argc, char **argv, const LayoutctlGlobals *g);
 int layoutctl_events(int argc, char **argv, const LayoutctlGlobals *g);

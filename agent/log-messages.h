@@ -21,3 +21,6 @@
 #define LAYOUTD_MESSAGE_RECORD_UNSAVED "e7f8afe30b8d320f0c3a3ed30658c1fa"
 /* The content pool's sweep failed. */
 #define LAYOUTD_MESSAGE_GC_FAILED "f01d8b6106b2463181009c7baa36a2fd"
+/* Files reference content objects the pool does not have (they read as
+ * I/O errors): found by a check, or reported by a workspace's daemon. */
+#define LAYOUTD_MESSAGE_OBJECTS_MISSING "f1916b0f49c9477f8df66069c211b4b2"

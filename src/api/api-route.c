@@ -29,6 +29,10 @@ const ApiRouteSpec api_routes[_API_ROUTE_MAX] = {
                            .operation = true, .query = API_QUERY_WAIT, .default_wait_sec = 60 },
     [API_ROUTE_GC] = { API_ROUTE_GC, "POST", "/v1/gc", API_PARAM_NONE, 200, .mutating = true, .operation = true,
                        .query = API_QUERY_WAIT | API_QUERY_DRY_RUN, .default_wait_sec = 0 },
+    /* Reads only, but walks every workspace's files under the pool lock:
+     * for root and the socket's group, as the sweep is. */
+    [API_ROUTE_CHECK] = { API_ROUTE_CHECK, "POST", "/v1/check", API_PARAM_NONE, 200, .mutating = true,
+                          .operation = true, .query = API_QUERY_WAIT, .default_wait_sec = 0 },
     /* Answered at once (202): the agent is going away, so there is nothing
      * to wait on through it; the client watches the socket instead. */
     [API_ROUTE_SHUTDOWN] = { API_ROUTE_SHUTDOWN, "POST", "/v1/shutdown", API_PARAM_NONE, 202, .mutating = true,
@@ -55,6 +59,7 @@ static const char *const api_route_id_table[_API_ROUTE_MAX] = {
     [API_ROUTE_WORKSPACE_RESTART] = "workspace-restart",
     [API_ROUTE_RELOAD] = "reload",
     [API_ROUTE_GC] = "gc",
+    [API_ROUTE_CHECK] = "check",
     [API_ROUTE_SHUTDOWN] = "shutdown",
     [API_ROUTE_CAPACITY] = "capacity",
     [API_ROUTE_OPERATIONS] = "operations",

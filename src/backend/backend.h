@@ -32,6 +32,8 @@ typedef struct TeardownOptions {
     bool destroy_data;       /* also delete backing files, mount dirs, the record */
     bool lazy;               /* MNT_DETACH when the unmount stays busy */
     bool remove_workspaces;  /* with destroy_data: active workspaces go too */
+    const char *only;        /* this volume alone (the agent's reclaim of an
+                                empty state volume); NULL: every one */
 } TeardownOptions;
 
 /* Work a volume wants now and then, outside any plan: the agent only

@@ -39,14 +39,15 @@
 
 /* The record's volumes in teardown order: state volumes first (their
  * workspaces reference the pool), then the rest, each role by index. */
-static int teardown_order(const StateRecord *record, VolumeRecord ***ret) {
+static int teardown_order(const StateRecord *record, const char *only, VolumeRecord ***ret) {
     VolumeRecord **v = calloc(record->n_volumes + 1, sizeof(*v));
     if (!v)
         return -ENOMEM;
     size_t n = 0;
     for (int pass = 0; pass < 2; pass++)
         for (size_t i = 0; i < record->n_volumes; i++)
-            if ((record->volumes[i]->role == POOL_STATE) == (pass == 0))
+            if ((record->volumes[i]->role == POOL_STATE) == (pass == 0) &&
+                (!only || streq(record->volumes[i]->name, only)))
                 v[n++] = record->volumes[i];
     for (size_t i = 1; i < n; i++)
         for (size_t j = i; j > 0 && v[j - 1]->role == v[j]->role && v[j - 1]->index > v[j]->index; j--) {
@@ -76,7 +77,7 @@ static bool stays(const StateRecord *record, const WorkspaceRecord *w, const Tea
         return true;
     if (!is_state_volume(record, w->volume))
         return true; /* placed on no volume this run destroys */
-    return w->active && !opts->remove_workspaces;
+    return (w->active || w->creating) && !opts->remove_workspaces;
 }
 
 /* "ws-1, ws-2 and 3 more" of the workspaces that match. */
@@ -105,8 +106,9 @@ static char *names(const StateRecord *record, bool (*match)(const WorkspaceRecor
     return buf;
 }
 
+/* Active, or being created (its create goes on at the next start). */
 static bool active_on(const WorkspaceRecord *w, const void *volume) {
-    return w->active && streq_ptr(w->volume, volume);
+    return (w->active || w->creating) && streq_ptr(w->volume, volume);
 }
 
 typedef struct StayArgs {
@@ -137,9 +139,10 @@ static void plan_state_workspaces(PlanBuilder *b, const PlanSubject *subj, const
         return; /* kept data stays recorded with its kept volume */
     for (size_t i = 0; i < record->n_workspaces; i++) {
         const WorkspaceRecord *w = record->workspaces[i];
-        if (!streq_ptr(w->volume, subj->volume) || (w->active && !opts->remove_workspaces))
+        bool live = w->active || w->creating;
+        if (!streq_ptr(w->volume, subj->volume) || (live && !opts->remove_workspaces))
             continue;
-        plan_builder_emit(b, subj, PLAN_STEP_FORGET, w->active ? "forget workspace %s (its data goes with %s)"
+        plan_builder_emit(b, subj, PLAN_STEP_FORGET, live ? "forget workspace %s (its data goes with %s)"
                                                               : "forget the kept data of workspace %s (it goes with %s)",
                           w->id, subj->volume);
     }
@@ -151,7 +154,7 @@ int volumes_plan_teardown(const Layout *l, const StateRecord *record, const Obse
         return -EINVAL;
     _cleanup_free_ VolumeRecord **order = NULL;
     PlanBuilder b;
-    int r = teardown_order(record, &order);
+    int r = teardown_order(record, opts->only, &order);
     if (r < 0)
         return r;
     if ((r = plan_builder_init(&b)) < 0)
@@ -278,7 +281,7 @@ static void forget_workspaces(const VolumesContext *c, const char *volume, const
     StateRecord *record = c->record;
     for (size_t i = record->n_workspaces; i > 0; i--) {
         WorkspaceRecord *w = record->workspaces[i - 1];
-        if (!streq_ptr(w->volume, volume) || (w->active && !opts->remove_workspaces))
+        if (!streq_ptr(w->volume, volume) || ((w->active || w->creating) && !opts->remove_workspaces))
             continue;
         _cleanup_free_ char *desc = NULL, *id = strdup(w->id);
         if (!id || asprintf(&desc, "forget workspace %s", w->id) < 0)
@@ -304,7 +307,7 @@ int volumes_teardown(const VolumesContext *c, const Observation *obs, const Tear
     if (r < 0)
         return r;
     if ((r = volumes_plan_teardown(c->layout, c->record, obs, opts, &plan)) < 0 ||
-        (r = teardown_order(c->record, &order)) < 0)
+        (r = teardown_order(c->record, opts->only, &order)) < 0)
         return r;
 
     /* 1. Any refusal refuses the run. */

@@ -123,10 +123,16 @@ typedef struct HealthInputs {
     bool growing;             /* a grow of this volume is running or queued */
     const GrowthDecision *growth; /* the latest growth decision, or NULL */
     const char *growth_error; /* the last grow failed: why, or NULL */
+    /* A content shard: objects that workspaces reference and it does not
+     * have (their daemons say so), how many workspaces, one digest. */
+    uint64_t objects_missing;
+    unsigned missing_workspaces;
+    const char *missing_example;
 } HealthInputs;
 
 /*
- * Judges one volume: out of service (FAILED); direct I/O refused, VDO
+ * Judges one volume: out of service (FAILED); objects workspaces reference
+ * missing from a content shard (DEGRADED, "objects-missing"); direct I/O refused, VDO
  * read-only or its index in error, the filesystem read-only, emergency_ro
  * or shut down, filesystem errors recorded, the flush probe failing (ENOSPC,
  * EROFS), past capacity.critical, growth refused or failing (DEGRADED);

@@ -139,6 +139,13 @@ int capacity_assess(const Pool *p, const VolumeObservation *v, const HealthInput
         ADD(VOLUME_HEALTH_DEGRADED, "statfs-failed", "%s: statfs on %s fails: %s", v->name, v->mount_path,
             strerror(v->statvfs_error));
 
+    if (in->objects_missing > 0)
+        ADD(VOLUME_HEALTH_DEGRADED, "objects-missing",
+            "%s: %" PRIu64 " object(s) that %u workspace(s) reference are missing from it (%s%s): those files read "
+            "as I/O errors, their references are kept; put the objects back (a backup of the pool), and "
+            "`layoutctl check` lists every file",
+            v->name, in->objects_missing, in->missing_workspaces, in->missing_example ? "one is " : "",
+            in->missing_example ?: "digests unknown");
     if (in->probe_error == ENOSPC || in->probe_error == EDQUOT)
         ADD(VOLUME_HEALTH_DEGRADED, "probe-no-space",
             "%s: the flush probe cannot write a new 4 KiB file: %s; its workspaces' writes fail the same way; "

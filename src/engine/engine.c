@@ -1,4 +1,5 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <stdarg.h>
@@ -9,6 +10,7 @@
 
 #include "engine.h"
 #include "host-check.h"
+#include "place-workspaces.h"
 #include "util.h"
 
 static char *format_layout_errors(const LayoutErrors *errors, const char *path, int r) {
@@ -332,6 +334,48 @@ int engine_teardown(Engine *e, const TeardownOptions *opts, ApplyResult **ret) {
     (void) engine_observe(e);
     *ret = TAKE_PTR(res);
     return 0;
+}
+
+int engine_reclaim(Engine *e, const char *volume, ApplyResult **ret, char **ret_error) {
+    const VolumeRecord *v = volume ? state_record_find_volume(e->record, volume) : NULL;
+    if (!v || v->role != POOL_STATE) {
+        set_error(ret_error, "%s is not a state volume of the record", volume ?: "(none)");
+        return -ENOENT;
+    }
+    for (size_t i = 0; i < e->record->n_workspaces; i++)
+        if (streq_ptr(e->record->workspaces[i]->volume, volume)) {
+            set_error(ret_error, "%s holds workspace %s (kept data included): not reclaimed", volume,
+                      e->record->workspaces[i]->id);
+            return -ENOTEMPTY;
+        }
+    /* What the record does not know must not go either: a directory left
+     * by a crash is someone's data until a reconcile says whose. */
+    _cleanup_free_ char *mount = NULL;
+    _cleanup_close_ int wfd = -EBADF;
+    int r = layout_mount_path(e->layout, volume, &mount);
+    if (r < 0)
+        return r;
+    r = place_open_workspaces_dir(mount, false, &wfd);
+    if (r >= 0) {
+        DIR *d = fdopendir(TAKE_FD(wfd));
+        if (!d)
+            return -errno;
+        struct dirent *de;
+        bool empty = true;
+        while ((de = readdir(d)))
+            if (!streq(de->d_name, ".") && !streq(de->d_name, ".."))
+                empty = false;
+        closedir(d);
+        if (!empty) {
+            set_error(ret_error, "%s/workspaces is not empty: not reclaimed", mount);
+            return -ENOTEMPTY;
+        }
+    } else if (r != -ENOENT) {
+        set_error(ret_error, "cannot read %s/workspaces: %s", mount, strerror(-r));
+        return r;
+    }
+    TeardownOptions opts = { .destroy_data = true, .only = volume };
+    return engine_teardown(e, &opts, ret);
 }
 
 int engine_repair(Engine *e, const RepairOptions *opts, ApplyResult **ret) {

@@ -114,6 +114,13 @@ int engine_plan_teardown(Engine *e, const TeardownOptions *opts, Plan **ret);
  * Returns: -errno, 0 with *ret. */
 int engine_teardown(Engine *e, const TeardownOptions *opts, ApplyResult **ret);
 
+/* Destroys an empty state volume (the agent reclaims one carved for a
+ * create that never came, beyond the pool's min_volumes): refused unless
+ * no workspace of the record is on it, kept data included, and its
+ * workspaces/ directory is empty. *ret_error (may be NULL) says why not.
+ * Returns: -ENOENT, -ENOTEMPTY, -errno, 0 with *ret (the teardown's). */
+int engine_reclaim(Engine *e, const char *volume, ApplyResult **ret, char **ret_error);
+
 /* Resolves the safe drift cases. Returns: -errno, 0 with *ret. */
 int engine_repair(Engine *e, const RepairOptions *opts, ApplyResult **ret);
 

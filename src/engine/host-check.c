@@ -62,8 +62,8 @@ static int check_path(const char *key, const char *path, const char *file, Layou
 static int check_account(const char *key, const char *name, bool group, const char *file, LayoutErrors *errors) {
     char buf[16384];
     int e;
-    if (!name)
-        return 0;
+    if (!name || (name[0] && strspn(name, "0123456789") == strlen(name)))
+        return 0; /* a number is an id, which needs no entry */
     if (group) {
         struct group gr, *g = NULL;
         e = getgrnam_r(name, &gr, buf, sizeof buf, &g);

@@ -211,6 +211,32 @@ static int statfs_json(const char *dir, json_object *e, VolumeObservation *ret) 
     return r;
 }
 
+/* A small text file, whole (at most max bytes). Returns -errno, 0. */
+static int read_small_file(const char *path, size_t max, char **ret) {
+    _cleanup_close_ int fd = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
+    if (fd < 0)
+        return -errno;
+    _cleanup_free_ char *buf = malloc(max + 1);
+    if (!buf)
+        return -ENOMEM;
+    size_t len = 0;
+    for (;;) {
+        ssize_t n = read(fd, buf + len, max - len);
+        if (n < 0 && errno == EINTR)
+            continue;
+        if (n < 0)
+            return -errno;
+        if (n == 0)
+            break;
+        len += (size_t) n;
+        if (len == max)
+            return -EFBIG;
+    }
+    buf[len] = 0;
+    *ret = TAKE_PTR(buf);
+    return 0;
+}
+
 static int op_probe(WorkerRun *w) {
     json_object *paths;
     if (!json_object_object_get_ex(w->args, "paths", &paths) || !json_object_is_type(paths, json_type_array))
@@ -236,6 +262,38 @@ static int op_probe(WorkerRun *w) {
         return -ENOMEM;
     }
     json_object_object_add(w->extra, "probes", out);
+    /* The daemons' own counters (their --stats-file / LAYOUTD_STATS_FILE):
+     * small files on the host, read here with the probe so that the loop
+     * reads no file a daemon writes. What the agent acts on: objects a
+     * workspace references and the pool does not have. */
+    json_object *stats, *daemons = json_object_new_array();
+    if (daemons && json_object_object_get_ex(w->args, "stats", &stats) && json_object_is_type(stats, json_type_array))
+        for (size_t i = 0; i < json_object_array_length(stats); i++) {
+            json_object *s = json_object_array_get_idx(stats, i);
+            const char *id = arg_str(s, "id"), *path = arg_str(s, "path");
+            json_object *o = json_object_new_object(), *file = NULL, *v;
+            if (!id || !path || !o) {
+                json_object_put(o);
+                continue;
+            }
+            json_object_object_add(o, "id", json_object_new_string(id));
+            _cleanup_free_ char *text = NULL;
+            int r = read_small_file(path, 1024 * 1024, &text);
+            if (r >= 0)
+                file = json_tokener_parse(text);
+            if (!file || !json_object_is_type(file, json_type_object))
+                json_object_object_add(o, "error", json_object_new_int(r < 0 ? -r : EBADMSG));
+            else {
+                static const char *const keys[] = { "objects_missing", "missing_eio", "missing_objects", "cas_errors",
+                                                    "pool_share_bytes", "pool_bytes", NULL };
+                for (const char *const *k = keys; *k; k++)
+                    if (json_object_object_get_ex(file, *k, &v))
+                        json_object_object_add(o, *k, json_object_get(v));
+            }
+            json_object_put(file);
+            json_object_array_add(daemons, o);
+        }
+    json_object_object_add(w->extra, "daemons", daemons);
     return 0;
 }
 
@@ -310,13 +368,90 @@ static int op_rmtree(WorkerRun *w) {
     return r;
 }
 
+static bool arg_bool(json_object *args, const char *k) {
+    json_object *v;
+    return json_object_object_get_ex(args, k, &v) && json_object_get_boolean(v);
+}
+
+/* A workspace's state directory, made off the agent's loop: it is on a
+ * state volume, whose journal can keep a mkdir waiting through a flush
+ * storm. */
+static int op_workspace_dir(WorkerRun *w) {
+    const char *volume = arg_str(w->args, "volume"), *id = arg_str(w->args, "id");
+    PlaceError pe = {};
+    bool created = false;
+    if (!volume || !id)
+        return -EINVAL;
+    int r = place_workspace_make_dir(w->engine->layout, volume, id, arg_bool(w->args, "reclaim"), &created, &pe);
+    if (r < 0) {
+        w->message = TAKE_PTR(pe.message);
+        return r;
+    }
+    w->extra = json_object_new_object();
+    if (!w->extra)
+        return -ENOMEM;
+    json_object_object_add(w->extra, "created", json_object_new_boolean(created));
+    return 0;
+}
+
+/* The reconcile of the record with the directories on the state volumes,
+ * off the loop for the same reason. The worker works on its copy; the
+ * agent adds what it adopted to its own record. */
+static int op_reconcile(WorkerRun *w) {
+    PlaceContext ctx = { .layout = w->engine->layout, .record = w->engine->record };
+    PlaceReconcileReport rep = {};
+    int r = place_reconcile(&ctx, &rep);
+    if (r < 0)
+        return r;
+    json_object *items = json_object_new_array(), *adopted = json_object_new_array();
+    w->extra = json_object_new_object();
+    if (!items || !adopted || !w->extra) {
+        json_object_put(items);
+        json_object_put(adopted);
+        place_reconcile_report_done(&rep);
+        return -ENOMEM;
+    }
+    for (size_t i = 0; i < rep.n_items; i++) {
+        const PlaceReconcileItem *it = &rep.items[i];
+        json_object *o = json_object_new_object();
+        json_object_object_add(o, "kind", json_object_new_string(place_reconcile_kind_to_string(it->kind)));
+        json_object_object_add(o, "volume", it->volume ? json_object_new_string(it->volume) : NULL);
+        json_object_object_add(o, "name", it->name ? json_object_new_string(it->name) : NULL);
+        json_object_object_add(o, "path", it->path ? json_object_new_string(it->path) : NULL);
+        json_object_array_add(items, o);
+        const WorkspaceRecord *ws = it->kind == PLACE_RECONCILE_ADOPTED && it->name
+                                        ? state_record_find_workspace(w->engine->record, it->name)
+                                        : NULL;
+        if (ws) {
+            json_object *a = json_object_new_object();
+            json_object_object_add(a, "id", json_object_new_string(ws->id));
+            json_object_object_add(a, "volume", json_object_new_string(ws->volume));
+            json_object_object_add(a, "state_dir", json_object_new_string(ws->state_dir));
+            json_object_object_add(a, "mountpoint", ws->mountpoint ? json_object_new_string(ws->mountpoint) : NULL);
+            json_object_array_add(adopted, a);
+        }
+    }
+    place_reconcile_report_done(&rep);
+    json_object_object_add(w->extra, "items", items);
+    json_object_object_add(w->extra, "adopted", adopted);
+    return 0;
+}
+
+static int op_reclaim(WorkerRun *w) {
+    const char *volume = arg_str(w->args, "volume");
+    if (!volume)
+        return -EINVAL;
+    return engine_reclaim(w->engine, volume, &w->result, &w->message);
+}
+
 static const struct {
     const char *name;
     int (*run)(WorkerRun *w);
 } operations[] = {
     { WORKER_OP_OBSERVE, op_observe }, { WORKER_OP_APPLY, op_apply }, { WORKER_OP_CARVE, op_carve },
     { WORKER_OP_GROW, op_grow },       { WORKER_OP_PROBE, op_probe }, { WORKER_OP_RMTREE, op_rmtree },
-    { WORKER_OP_WATCH, op_watch },
+    { WORKER_OP_WATCH, op_watch },     { WORKER_OP_WORKSPACE_DIR, op_workspace_dir },
+    { WORKER_OP_RECONCILE, op_reconcile }, { WORKER_OP_RECLAIM, op_reclaim },
 };
 
 static int answer(int error, WorkerRun *w) {

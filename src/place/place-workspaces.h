@@ -126,11 +126,42 @@ int place_workspace_decide(PlaceContext *c, const PlaceCreateRequest *req, Place
 /*
  * The second half: creates the workspace on `volume` (which exists, is
  * mounted and was chosen by place_workspace_decide), in the three crash-
- * safe steps (intent, directory, active). The bound is checked again.
+ * safe steps below, one after the other (layoutctl, tests). The agent
+ * runs the same steps apart: it waits for the intent to be durable, and
+ * makes the directory in a worker. The bound is checked again.
  * Returns: as place_workspace_create.
  */
 int place_workspace_create_on(PlaceContext *c, const PlaceCreateRequest *req, const char *volume,
                               WorkspaceRecord **ret, PlaceError *error);
+
+/*
+ * Step 1, the intent: checks the request and the volume (the bound counts
+ * the workspaces being created too) and records the workspace as being
+ * created (creating=true; a reclaim marks its kept entry so), saved
+ * through c->save. Touches no filesystem. *ret points into c->record.
+ * Returns: as place_workspace_create; nothing changed on failure.
+ */
+int place_workspace_intent(PlaceContext *c, const PlaceCreateRequest *req, const char *volume,
+                           WorkspaceRecord **ret, PlaceError *error);
+/*
+ * Step 2, the directory (the filesystem part; the agent runs it in a
+ * worker): <volume mount>/workspaces/<id>, owned by the layout's
+ * workspace user and group, with its dir_mode. Without reclaim, an
+ * existing directory or a mount point in use is refused (-EEXIST).
+ * *ret_created: it did not exist before.
+ * Returns: -EEXIST, -ESRCH (user/group), -errno, 0.
+ */
+int place_workspace_make_dir(const Layout *l, const char *volume, const char *id, bool reclaim, bool *ret_created,
+                             PlaceError *error);
+/* Step 3: the workspace being created is active (saved through c->save).
+ * Returns: -ENOENT (not being created), -errno of the save, 0. */
+int place_workspace_activate(PlaceContext *c, const char *id, PlaceError *error);
+/* Finishes a create a crash interrupted (its intent on disk): steps 2 and
+ * 3, the directory made or found. Returns: -ENOENT (none), as above. */
+int place_workspace_resume(PlaceContext *c, const char *id, PlaceError *error);
+/* A create that failed after its intent: the entry goes (was_new), or a
+ * reclaimed one is kept data again; saved. */
+void place_workspace_abandon(PlaceContext *c, const char *id, bool was_new);
 
 /*
  * The decision place_workspace_create() would take now, without doing

@@ -139,8 +139,8 @@ static int scan_volume(PlaceContext *c, const VolumeRecord *v, const char *mount
 missing:
     for (size_t i = 0; i < c->record->n_workspaces; i++) {
         const WorkspaceRecord *w = c->record->workspaces[i];
-        if (!streq_ptr(w->volume, v->name))
-            continue;
+        if (!streq_ptr(w->volume, v->name) || w->creating)
+            continue; /* (being created: its directory comes with the create) */
         _cleanup_free_ char *path = NULL;
         if (asprintf(&path, "%s/workspaces/%s", mount, w->id) < 0)
             return -ENOMEM;

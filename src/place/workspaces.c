@@ -130,6 +130,9 @@ static int check_request(PlaceContext *c, const PlaceCreateRequest *req,
     if (w && w->active)
         return place_fail(error, -EEXIST, PLACE_REASON_NONE,
                           "workspace '%s' already exists (on %s)", req->id, w->volume ?: "?");
+    if (w && w->creating)
+        return place_fail(error, -EEXIST, PLACE_REASON_NONE, "workspace '%s' is being created (on %s)", req->id,
+                          w->volume ?: "?");
     if (w && !req->reclaim)
         return place_fail(error, -EEXIST, PLACE_REASON_NONE,
                           "workspace '%s' was removed with its data kept on %s; ask to reclaim it "
@@ -345,8 +348,28 @@ int place_workspace_create(PlaceContext *c, const PlaceCreateRequest *req,
     return place_workspace_create_on(c, req, volume, ret, error);
 }
 
-int place_workspace_create_on(PlaceContext *c, const PlaceCreateRequest *req, const char *volume,
-                              WorkspaceRecord **ret, PlaceError *error) {
+/* The paths of a workspace on a state volume: its state directory and
+ * its mount point (NULL without a mount_root). */
+static int workspace_paths(const Layout *l, const char *volume, const char *id, char **ret_mount, char **ret_state_dir,
+                           char **ret_mountpoint) {
+    _cleanup_free_ char *mount = NULL, *state_dir = NULL, *mountpoint = NULL;
+    int r = layout_mount_path(l, volume, &mount);
+    if (r < 0)
+        return r;
+    if (asprintf(&state_dir, "%s/workspaces/%s", mount, id) < 0)
+        return -ENOMEM;
+    const char *mroot = l->workspace.mount_root;
+    if (mroot && asprintf(&mountpoint, "%s/%s", mroot, id) < 0)
+        return -ENOMEM;
+    if (ret_mount)
+        *ret_mount = TAKE_PTR(mount);
+    *ret_state_dir = TAKE_PTR(state_dir);
+    *ret_mountpoint = TAKE_PTR(mountpoint);
+    return 0;
+}
+
+int place_workspace_intent(PlaceContext *c, const PlaceCreateRequest *req, const char *volume,
+                           WorkspaceRecord **ret, PlaceError *error) {
     WorkspaceRecord *kept = NULL;
     int r;
 
@@ -355,17 +378,12 @@ int place_workspace_create_on(PlaceContext *c, const PlaceCreateRequest *req, co
     r = check_request(c, req, &kept, error);
     if (r < 0)
         return r;
-    uid_t uid;
-    gid_t gid;
-    r = resolve_owner(&c->layout->workspace, &uid, &gid, error);
-    if (r < 0)
-        return r;
     VolumeRecord *v = state_record_find_volume(c->record, volume);
     if (!v || v->role != POOL_STATE)
         return place_fail(error, -ENOENT, PLACE_REASON_NONE, "volume %s is not a state volume of the record", volume);
     const Pool *pool = layout_pool(c->layout, POOL_STATE);
     size_t n_on = state_record_count_workspaces(c->record, v->name);
-    if (pool && n_on >= pool->workspaces_per_volume && !(kept && streq_ptr(kept->volume, v->name) && kept->active))
+    if (pool && n_on >= pool->workspaces_per_volume)
         return place_fail(error, -EBUSY, PLACE_REASON_AT_BOUND,
                           "volume %s holds %zu workspaces already (workspaces_per_volume=%u)", v->name, n_on,
                           pool->workspaces_per_volume);
@@ -382,35 +400,11 @@ int place_workspace_create_on(PlaceContext *c, const PlaceCreateRequest *req, co
                           "volume %s cannot take workspace '%s' now: it is %s", v->name, req->id,
                           (o.flags & PLACE_VOLUME_READ_ONLY) ? "read-only" : "not mounted");
 
-    _cleanup_free_ char *mount = NULL, *state_dir = NULL, *mountpoint = NULL;
-    r = layout_mount_path(c->layout, v->name, &mount);
+    _cleanup_free_ char *state_dir = NULL, *mountpoint = NULL;
+    r = workspace_paths(c->layout, v->name, req->id, NULL, &state_dir, &mountpoint);
     if (r < 0)
         return r;
-    if (asprintf(&state_dir, "%s/workspaces/%s", mount, req->id) < 0)
-        return -ENOMEM;
-    const char *mroot = c->layout->workspace.mount_root;
-    if (mroot && asprintf(&mountpoint, "%s/%s", mroot, req->id) < 0)
-        return -ENOMEM;
-
-    bool is_new = !kept;
-    if (is_new) {
-        struct stat st;
-        if (lstat(state_dir, &st) >= 0)
-            return place_fail(error, -EEXIST, PLACE_REASON_NONE,
-                              "%s already exists but the record has no workspace '%s'; run a "
-                              "reconcile (it is adopted as kept data) and reclaim it, or remove it",
-                              state_dir, req->id);
-        if (errno != ENOENT)
-            return place_fail(error, -errno, PLACE_REASON_NONE, "cannot check %s: %m", state_dir);
-        if (mountpoint) {
-            r = check_mountpoint_free(mountpoint);
-            if (r < 0)
-                return place_fail(error, r, PLACE_REASON_NONE,
-                                  "mount point %s already exists and is not an empty directory; "
-                                  "choose another id or remove it", mountpoint);
-        }
-
-        /* Step 1: the intent. */
+    if (!kept) {
         WorkspaceRecord w = {
             .id = (char *) req->id,
             .tenant = (char *) req->tenant,
@@ -418,71 +412,138 @@ int place_workspace_create_on(PlaceContext *c, const PlaceCreateRequest *req, co
             .volume = v->name,
             .state_dir = state_dir,
             .mountpoint = mountpoint,
-            .active = false,
+            .creating = true,
             .created_at = now_usec(CLOCK_REALTIME),
         };
         r = state_record_add_workspace(c->record, &w, &kept);
         if (r < 0)
             return r;
-        r = place_save(c);
-        if (r < 0) {
-            (void) state_record_remove_workspace(c->record, req->id);
-            return place_fail(error, r, PLACE_REASON_NONE, "saving the record failed: %s",
-                              strerror(-r));
+    } else {
+        /* A reclaim: the kept entry is being created again. */
+        if (req->labels) {
+            _cleanup_strv_free_ char **l = NULL;
+            r = strv_copy((const char *const *) req->labels, &l);
+            if (r < 0)
+                return r;
+            strv_free(kept->labels);
+            kept->labels = TAKE_PTR(l);
         }
-        test_point("after-intent");
-    } else if (req->labels) {
-        _cleanup_strv_free_ char **l = NULL;
-        r = strv_copy((const char *const *) req->labels, &l);
-        if (r < 0)
-            return r;
-        strv_free(kept->labels);
-        kept->labels = TAKE_PTR(l);
-    }
-    /* A reclaim (also of an interrupted create) may find its directory
-     * there or not. */
-
-    /* Step 2: the directory. */
-    bool created = false;
-    r = make_state_dir(mount, req->id, !is_new, uid, gid, c->layout->workspace.dir_mode ?: 0750,
-                       &created);
-    if (r < 0) {
-        int e = r;
-        if (is_new) {
-            (void) state_record_remove_workspace(c->record, req->id);
-            (void) place_save(c);
+        if (!streq_ptr(kept->state_dir, state_dir)) {
+            free(kept->state_dir);
+            kept->state_dir = TAKE_PTR(state_dir);
         }
-        return place_fail(error, e, PLACE_REASON_NONE, "creating %s failed: %s", state_dir,
-                          strerror(-e));
-    }
-    test_point("after-mkdir");
-
-    /* Step 3: active. */
-    kept->active = true;
-    if (!streq_ptr(kept->state_dir, state_dir)) {
-        char *t = strdup(state_dir);
-        if (!t)
-            return -ENOMEM;
-        free(kept->state_dir);
-        kept->state_dir = t;
+        kept->creating = true;
     }
     r = place_save(c);
     if (r < 0) {
-        int e = r;
-        kept->active = false;
-        if (is_new) {
-            /* Undo fully if we can; if this save fails too, the saved
-             * intent (inactive, directory present) is still consistent. */
-            if (created) {
-                _cleanup_close_ int wfd = -EBADF;
-                if (place_open_workspaces_dir(mount, false, &wfd) >= 0)
-                    (void) unlinkat(wfd, req->id, AT_REMOVEDIR);
-            }
-            (void) state_record_remove_workspace(c->record, req->id);
-            (void) place_save(c);
+        place_workspace_abandon(c, req->id, !req->reclaim);
+        return place_fail(error, r, PLACE_REASON_NONE, "saving the record failed: %s", strerror(-r));
+    }
+    test_point("after-intent");
+    if (ret)
+        *ret = kept;
+    return 0;
+}
+
+int place_workspace_make_dir(const Layout *l, const char *volume, const char *id, bool reclaim, bool *ret_created,
+                             PlaceError *error) {
+    _cleanup_free_ char *mount = NULL, *state_dir = NULL, *mountpoint = NULL;
+    uid_t uid;
+    gid_t gid;
+    int r;
+    if (!l || !volume || !place_workspace_id_is_valid(id))
+        return -EINVAL;
+    r = resolve_owner(&l->workspace, &uid, &gid, error);
+    if (r < 0)
+        return r;
+    r = workspace_paths(l, volume, id, &mount, &state_dir, &mountpoint);
+    if (r < 0)
+        return r;
+    if (!reclaim) {
+        struct stat st;
+        if (lstat(state_dir, &st) >= 0)
+            return place_fail(error, -EEXIST, PLACE_REASON_NONE,
+                              "%s already exists but the record had no workspace '%s'; run a "
+                              "reconcile (it is adopted as kept data) and reclaim it, or remove it",
+                              state_dir, id);
+        if (errno != ENOENT)
+            return place_fail(error, -errno, PLACE_REASON_NONE, "cannot check %s: %m", state_dir);
+        if (mountpoint && (r = check_mountpoint_free(mountpoint)) < 0)
+            return place_fail(error, r, PLACE_REASON_NONE,
+                              "mount point %s already exists and is not an empty directory; "
+                              "choose another id or remove it", mountpoint);
+    }
+    bool created = false;
+    r = make_state_dir(mount, id, reclaim, uid, gid, l->workspace.dir_mode ?: 0750, &created);
+    if (r < 0)
+        return place_fail(error, r, PLACE_REASON_NONE, "creating %s failed: %s", state_dir, strerror(-r));
+    if (ret_created)
+        *ret_created = created;
+    return 0;
+}
+
+int place_workspace_activate(PlaceContext *c, const char *id, PlaceError *error) {
+    WorkspaceRecord *w = c && id ? state_record_find_workspace(c->record, id) : NULL;
+    if (!w || !w->creating)
+        return place_fail(error, -ENOENT, PLACE_REASON_NONE, "no workspace '%s' is being created", id ?: "");
+    w->creating = false;
+    w->active = true;
+    int r = place_save(c);
+    if (r < 0) {
+        w->active = false;
+        w->creating = true;
+        return place_fail(error, r, PLACE_REASON_NONE, "saving the record failed: %s", strerror(-r));
+    }
+    return 0;
+}
+
+void place_workspace_abandon(PlaceContext *c, const char *id, bool was_new) {
+    WorkspaceRecord *w = c && id ? state_record_find_workspace(c->record, id) : NULL;
+    if (!w || !w->creating)
+        return;
+    if (was_new)
+        (void) state_record_remove_workspace(c->record, id);
+    else
+        w->creating = false; /* kept data, as it was */
+    (void) place_save(c);
+}
+
+int place_workspace_resume(PlaceContext *c, const char *id, PlaceError *error) {
+    WorkspaceRecord *w = c && id ? state_record_find_workspace(c->record, id) : NULL;
+    if (!w || !w->creating || !w->volume)
+        return place_fail(error, -ENOENT, PLACE_REASON_NONE, "no workspace '%s' is being created", id ?: "");
+    /* Its directory may be there already (the crash came after it). */
+    int r = place_workspace_make_dir(c->layout, w->volume, id, true, NULL, error);
+    if (r < 0)
+        return r;
+    return place_workspace_activate(c, id, error);
+}
+
+int place_workspace_create_on(PlaceContext *c, const PlaceCreateRequest *req, const char *volume,
+                              WorkspaceRecord **ret, PlaceError *error) {
+    /* The order every crash relies on: the intent is on disk before the
+     * directory exists, and "active" only once it does. */
+    WorkspaceRecord *w = NULL;
+    int r = place_workspace_intent(c, req, volume, &w, error);
+    if (r < 0)
+        return r;
+    bool created = false;
+    r = place_workspace_make_dir(c->layout, volume, req->id, req->reclaim, &created, error);
+    if (r < 0) {
+        place_workspace_abandon(c, req->id, !req->reclaim);
+        return r;
+    }
+    test_point("after-mkdir");
+    r = place_workspace_activate(c, req->id, error);
+    if (r < 0) {
+        if (created) {
+            _cleanup_free_ char *mount = NULL;
+            _cleanup_close_ int wfd = -EBADF;
+            if (layout_mount_path(c->layout, volume, &mount) >= 0 && place_open_workspaces_dir(mount, false, &wfd) >= 0)
+                (void) unlinkat(wfd, req->id, AT_REMOVEDIR);
         }
-        return place_fail(error, e, PLACE_REASON_NONE, "saving the record failed: %s",
-                          strerror(-e));
+        place_workspace_abandon(c, req->id, !req->reclaim);
+        return r;
     }
     if (ret)
         *ret = state_record_find_workspace(c->record, req->id);

@@ -129,6 +129,7 @@ int workspace_record_copy(const WorkspaceRecord *w, WorkspaceRecord **ret) {
     *c = (WorkspaceRecord) {
         .quota = w->quota,
         .active = w->active,
+        .creating = w->creating,
         .created_at = w->created_at,
         .daemon = w->daemon,
     };
@@ -252,7 +253,7 @@ size_t state_record_count_workspaces(const StateRecord *s, const char *volume) {
     if (!s || !volume)
         return 0;
     for (size_t i = 0; i < s->n_workspaces; i++)
-        if (s->workspaces[i]->active && streq_ptr(s->workspaces[i]->volume, volume))
+        if ((s->workspaces[i]->active || s->workspaces[i]->creating) && streq_ptr(s->workspaces[i]->volume, volume))
             n++;
     return n;
 }
@@ -324,6 +325,7 @@ static int workspace_to_json(const WorkspaceRecord *w, json_object **ret) {
         add(o, "labels", TAKE_PTR(labels)) < 0 || add_str(o, "volume", w->volume) < 0 ||
         add_str(o, "state_dir", w->state_dir) < 0 || add_str(o, "mountpoint", w->mountpoint) < 0 ||
         add(o, "active", json_object_new_boolean(w->active)) < 0 ||
+        (w->creating && add(o, "creating", json_object_new_boolean(true)) < 0) ||
         add(o, "created_at", json_object_new_uint64(w->created_at)) < 0 ||
         add(o, "daemon", TAKE_PTR(d)) < 0)
         return -ENOMEM;
@@ -497,7 +499,7 @@ static int workspace_from_json(json_object *o, WorkspaceRecord **ret) {
         (r = get_str(o, "volume", false, &w->volume)) < 0 ||
         (r = get_str(o, "state_dir", false, &w->state_dir)) < 0 ||
         (r = get_str(o, "mountpoint", false, &w->mountpoint)) < 0 ||
-        (r = get_bool(o, "active", &w->active)) < 0 ||
+        (r = get_bool(o, "active", &w->active)) < 0 || (r = get_bool(o, "creating", &w->creating)) < 0 ||
         (r = get_u64(o, "created_at", false, &w->created_at)) < 0)
         return r;
 

@@ -61,6 +61,9 @@ typedef struct WorkspaceRecord {
     char *state_dir;       /* <volume mount>/workspaces/<id> */
     char *mountpoint;      /* <mount_root>/<id> */
     bool active;           /* false: removed with data kept (stickiness) */
+    bool creating;         /* a create is under way (active is false): its
+                              intent is on disk, its directory may not be
+                              yet; a restarted agent completes it */
     usec_t created_at;     /* CLOCK_REALTIME */
     DaemonRecord daemon;
 } WorkspaceRecord;
@@ -122,7 +125,8 @@ int state_record_put_volume(StateRecord *s, VolumeRecord *v);
 int state_record_remove_volume(StateRecord *s, const char *name);
 int state_record_remove_workspace(StateRecord *s, const char *id);
 
-/* Active workspaces placed on a volume. */
+/* Workspaces placed on a volume that count towards its bound: active
+ * ones and those being created. */
 size_t state_record_count_workspaces(const StateRecord *s, const char *volume);
 
 VolumeRecord *volume_record_free(VolumeRecord *v);

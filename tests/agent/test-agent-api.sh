@@ -176,10 +176,12 @@ out=$(api POST /v1/workspaces '{"id":"ws-30"}'); assert_eq 201 "$(st)" "create w
 # (This holds also if the answer did not wait: a daemon starts slower
 # than a write. The unwritable record below is what proves the waiting.)
 in_record ws-30 || fail "ws-30 was answered 201 but is not in the record file"
-# The record cannot be written (an immutable root directory): the create
-# runs, but its answer says that it is not durable, and so do status and
-# metrics. Once the directory is writable again the agent saves on its
-# own (a retry with backoff), with no other change needed.
+# The record cannot be written (an immutable root directory): a create's
+# intent cannot be made durable, so nothing of it is made (no directory a
+# record on disk would not explain), and its answer says so; so do status
+# and metrics. Once the directory is writable again the agent saves on its
+# own (a retry with backoff), with no other change needed, and the id is
+# free for a create that now works.
 [ -n "$WORK" ] && [ -f "$rec" ] || fail "no record at $rec" # never chattr anything but this test's root
 on_cleanup "chattr -i '$WORK/root' 2>/dev/null || true"
 if ! chattr +i "$WORK/root" 2>/dev/null; then
@@ -198,7 +200,10 @@ else
     wait_for 40 saved_again || fail "record-unsaved stays once the record is writable again"
     wait_for 5 metric_unsaved 0 || fail "layoutd_record_unsaved is not 0 again"
     grep -q 'The record .* is saved again' "$AGENT_LOG" || fail "recovery not logged"
-    in_record ws-31 || fail "the retried save does not hold ws-31"
+    in_record ws-31 && fail "ws-31, refused while the record could not be written, is in the record"
+    compgen -G "$WORK/root/volumes/state-*/workspaces/ws-31" >/dev/null && fail "ws-31's directory was made without a durable intent"
+    api POST /v1/workspaces '{"id":"ws-31"}' >/dev/null; assert_eq 201 "$(st)" "ws-31 once the record is writable"
+    in_record ws-31 || fail "ws-31 is not in the record after its create"
     api DELETE /v1/workspaces/ws-31 >/dev/null; assert_eq 200 "$(st)" "delete ws-31"
 fi
 api DELETE /v1/workspaces/ws-30 >/dev/null; assert_eq 200 "$(st)" "delete ws-30"

@@ -276,6 +276,18 @@ static void test_health(void **state) {
     assert_int_equal(a.health, VOLUME_HEALTH_OK);
     volume_assessment_done(&a);
 
+    /* objects workspaces reference and the pool lacks: degraded, said */
+    Pool pc = pool(BACKEND_LOOP_XFS, GIB);
+    pc.role = POOL_CONTENT;
+    v = volume(GIB, 10, 10);
+    assert_int_equal(capacity_assess(&pc, &v, &(HealthInputs) { .objects_missing = 3, .missing_workspaces = 2,
+                                                                 .missing_example = "9f3c00" }, &a), 0);
+    assert_int_equal(a.health, VOLUME_HEALTH_DEGRADED);
+    assert_non_null(finding(&a, "objects-missing"));
+    assert_non_null(strstr(finding(&a, "objects-missing")->message, "3 object(s) that 2 workspace(s) reference"));
+    assert_non_null(strstr(finding(&a, "objects-missing")->message, "9f3c00"));
+    volume_assessment_done(&a);
+
     /* with growth on, a warning is growth's to handle; critical is not */
     enable_growth(&p, 8 * GIB);
     v = volume(GIB, 85, 10);

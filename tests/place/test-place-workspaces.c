@@ -486,13 +486,14 @@ static void test_crash_between_mkdir_and_record(void **state) {
     restart(f);
 
     /* The directory exists and the record knows it (from the intent), as
-     * kept data: not active, not counted. */
+     * being created: it counts towards the bound (its create goes on). */
     WorkspaceRecord *w = place_workspace_get(f->record, "crashy");
     assert_non_null(w);
     assert_false(w->active);
+    assert_true(w->creating);
     _cleanup_free_ char *vol = strdup(w->volume);
     assert_true(exists(w->state_dir));
-    assert_int_equal(active_on(f->record, vol), 0);
+    assert_int_equal(active_on(f->record, vol), 1);
 
     assert_int_equal(place_reconcile(&f->ctx, &rep), 0);
     assert_int_equal(rep.n_adopted, 0);               /* no orphan */
@@ -500,29 +501,35 @@ static void test_crash_between_mkdir_and_record(void **state) {
     place_reconcile_report_done(&rep);
     assert_int_equal(count_id(f->record, "crashy"), 1); /* never twice */
 
-    /* A retry must ask for the data back; then it lands where it was. */
+    /* A second create of the id is refused while the first goes on; the
+     * restarted agent finishes the first, where it was placed. */
     assert_int_equal(create(f, "crashy", NULL, false, &e), -EEXIST);
+    assert_non_null(strstr(e.message, "being created"));
     place_error_done(&e);
-    create_ok(f, "crashy", NULL, true);
+    assert_int_equal(place_workspace_resume(&f->ctx, "crashy", &e), 0);
     w = place_workspace_get(f->record, "crashy");
     assert_true(w->active);
+    assert_false(w->creating);
     assert_string_equal(w->volume, vol);
     assert_int_equal(active_on(f->record, vol), 1);
+    restart(f); /* and it is on disk */
+    assert_true(place_workspace_get(f->record, "crashy")->active);
 
-    /* Dying after the intent, before the directory: reconcile reports the
-     * directory missing; reclaim finishes the job. */
+    /* Dying after the intent, before the directory: nothing is missing
+     * (the create makes it), and resuming makes it. */
     crash_child(f, "early", crash_hook_after_intent, 43);
     restart(f);
     w = place_workspace_get(f->record, "early");
     assert_non_null(w);
-    assert_false(w->active);
+    assert_true(w->creating);
     assert_false(exists(w->state_dir));
     assert_int_equal(place_reconcile(&f->ctx, &rep), 0);
     assert_int_equal(rep.n_adopted, 0);
-    assert_true(report_has(&rep, PLACE_RECONCILE_MISSING, "early"));
+    assert_false(report_has(&rep, PLACE_RECONCILE_MISSING, "early"));
     place_reconcile_report_done(&rep);
-    create_ok(f, "early", NULL, true);
+    assert_int_equal(place_workspace_resume(&f->ctx, "early", &e), 0);
     assert_true(exists(place_workspace_get(f->record, "early")->state_dir));
+    assert_true(place_workspace_get(f->record, "early")->active);
 
     /* The older failure mode (directory, no record at all): adopted once. */
     _cleanup_free_ char *stray = state_path(f, "state-1", "stray");
