@@ -1117,8 +1117,9 @@ int agent_workspace_remove(Agent *a, const char *id, bool destroy, ApiOperation 
     WorkspaceRecord *w = place_workspace_get(agent_record(a), id);
     if (!w || (!w->active && !destroy))
         return api_error_set(err, -ENOENT, 404, "not_found", "no active workspace '%s'", id);
-    if (id_is_pending(a, id))
-        return api_error_set(err, -EBUSY, 409, "conflict", "workspace '%s' is being created", id);
+    if (id_is_pending(a, id) || w->creating)
+        return api_error_set(err, -EBUSY, 409, "conflict",
+                             "workspace '%s' is being created; remove it once its create has ended", id);
     RemoveJob *j = calloc(1, sizeof *j);
     if (!j || !(j->id = strdup(id))) {
         free(j);
@@ -1179,6 +1180,7 @@ json_object *agent_workspace_json(Agent *a, const WorkspaceRecord *w) {
     J_ADD("quota_bytes", json_object_new_uint64(w->quota));
     J_ADD("created_at", json_object_new_int64((int64_t) (w->created_at / USEC_PER_SEC)));
     J_ADD("active", json_object_new_boolean(w->active));
+    J_ADD("creating", json_object_new_boolean(w->creating));
     J_ADD("volume", JSTR(w->volume));
     J_ADD("cgroup", agent_cgroups_workspace_json(a, w->id));
     J_ADD("state_dir", JSTR(w->state_dir));
@@ -1239,7 +1241,7 @@ json_object *agent_workspace_json(Agent *a, const WorkspaceRecord *w) {
         const char *blocker = st.state == SUPERVISOR_BLOCKED ? agent_workspace_blocker(a, w->id, why, sizeof why) : NULL;
         D_ADD("blocked_by", blocker ? JSTR(blocker) : NULL);
     } else {
-        D_ADD("state", JSTR(w->active ? "unsupervised" : "removed"));
+        D_ADD("state", JSTR(w->creating ? "creating" : w->active ? "unsupervised" : "removed"));
         D_ADD("restarts", json_object_new_int64(w->daemon.restarts));
     }
 #undef D_ADD
