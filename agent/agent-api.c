@@ -607,7 +607,17 @@ int agent_api_start(Agent *a) {
         if (r < 0)
             return log_error_errno(r, "Failed to create %s: %m", dir);
     }
-    r = api_socket_open(path, c->socket_group, c->socket_mode, &fd, &gid);
+    /* Socket activation (layoutd.socket): systemd holds the socket while
+     * the agent restarts, so clients wait instead of being refused. */
+    bool activated = false;
+    r = api_socket_from_systemd(path, c->socket_group, c->socket_mode, &fd, &gid);
+    if (r == -EADDRNOTAVAIL)
+        log_warning("systemd passed sockets, none of them listening on %s: binding it here", path);
+    else if (r < 0)
+        return log_error_errno(r, "Failed to take the API socket %s from systemd: %m", path);
+    activated = r > 0;
+    if (!activated)
+        r = api_socket_open(path, c->socket_group, c->socket_mode, &fd, &gid);
     if (r < 0)
         return log_error_errno(r, "Failed to open the API socket %s: %m", path);
     if (c->socket_group && gid == GID_INVALID)
@@ -624,6 +634,6 @@ int agent_api_start(Agent *a) {
         return log_error_errno(r, "Failed to start the API on %s: %m", path);
     a->socket_path = strdup(path);
     api_set_state(a->api, API_STATE_STARTING);
-    log_info("API listening on %s", path);
+    log_info("API listening on %s%s", path, activated ? " (the socket systemd passed)" : "");
     return 0;
 }

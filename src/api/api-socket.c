@@ -1,11 +1,14 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
-/* The listening Unix socket: stale-socket removal, bind, mode, group. */
+/* The listening Unix socket: stale-socket removal, bind, mode, group; or
+ * the one systemd passed (socket activation). */
 
+#include <fcntl.h>
 #include <grp.h>
 #include <stdlib.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/un.h>
+#include <systemd/sd-daemon.h>
 
 #include "api.h"
 
@@ -29,6 +32,52 @@ static int lookup_group(const char *name, gid_t *ret) {
         return -ENOENT;
     *ret = result->gr_gid;
     return 0;
+}
+
+/* Owner root:group (when it exists) and mode, on the socket's path. */
+static int set_owner_mode(const char *path, const char *group, mode_t mode, gid_t *ret_gid) {
+    gid_t gid = GID_INVALID;
+    if (group && lookup_group(group, &gid) == 0 && chown(path, 0, gid) < 0)
+        return negative_errno();
+    if (chmod(path, mode) < 0)
+        return negative_errno();
+    if (ret_gid)
+        *ret_gid = gid;
+    return 0;
+}
+
+int api_socket_from_systemd(const char *path, const char *group, mode_t mode, int *ret_fd, gid_t *ret_gid) {
+    /* unset: the workers and daemons the agent spawns must not think the
+     * sockets are theirs. */
+    int n = sd_listen_fds(1);
+    if (n <= 0)
+        return n;
+    int found = -EBADF, r = 0;
+    for (int fd = SD_LISTEN_FDS_START; fd < SD_LISTEN_FDS_START + n; fd++) {
+        if (found < 0 && sd_is_socket_unix(fd, SOCK_STREAM, 1, path, 0) > 0) {
+            found = fd;
+            continue;
+        }
+        /* Not ours (a socket unit for another path): closed, so that
+         * nothing waits on it for an answer that never comes. */
+        (void) close(fd);
+    }
+    if (found < 0)
+        return -EADDRNOTAVAIL;
+    _cleanup_close_ int fd = found;
+    /* systemd passes it without O_CLOEXEC, and may pass it blocking. */
+    int fl = fcntl(fd, F_GETFD);
+    if (fl < 0 || fcntl(fd, F_SETFD, fl | FD_CLOEXEC) < 0)
+        return negative_errno();
+    fl = fcntl(fd, F_GETFL);
+    if (fl < 0 || fcntl(fd, F_SETFL, fl | O_NONBLOCK) < 0)
+        return negative_errno();
+    /* The layout says who may connect, here as when the agent binds. */
+    r = set_owner_mode(path, group, mode, ret_gid);
+    if (r < 0)
+        return r;
+    *ret_fd = TAKE_FD(fd);
+    return 1;
 }
 
 int api_socket_open(const char *path, const char *group, mode_t mode, int *ret_fd, gid_t *ret_gid) {
@@ -65,16 +114,9 @@ int api_socket_open(const char *path, const char *group, mode_t mode, int *ret_f
         return negative_errno();
 
     gid_t gid = GID_INVALID;
-    if (group && lookup_group(group, &gid) == 0) {
-        if (chown(path, 0, gid) < 0) {
-            r = negative_errno();
-            goto fail;
-        }
-    }
-    if (chmod(path, mode) < 0) {
-        r = negative_errno();
+    r = set_owner_mode(path, group, mode, &gid);
+    if (r < 0)
         goto fail;
-    }
     if (listen(fd, SOMAXCONN) < 0) {
         r = negative_errno();
         goto fail;
