@@ -591,6 +591,87 @@ static void api_log(void *userdata, int priority, const char *message) {
     log_internal(priority, 0, "api: %s", message);
 }
 
+void agent_api_layout_changed(Agent *a, const ApiConfig *old) {
+    const ApiConfig *c = &agent_layout(a)->api;
+    if (!a->api || !a->socket_path)
+        return;
+    if (!streq_ptr(old->socket_group, c->socket_group) || old->socket_mode != c->socket_mode) {
+        gid_t gid;
+        int r = api_socket_set_access(a->socket_path, c->socket_group, c->socket_mode, &gid);
+        if (r < 0)
+            log_error_errno(r, "Reload: cannot give the API socket %s mode %04o and group %s, keeping what it has: %m",
+                            a->socket_path, (unsigned) c->socket_mode, c->socket_group ?: "root");
+        else {
+            api_set_group(a->api, gid);
+            log_info("Reload: the API socket %s now has mode %04o, changes for root%s%s%s", a->socket_path,
+                     (unsigned) c->socket_mode, gid != GID_INVALID ? " and group " : " only",
+                     gid != GID_INVALID ? c->socket_group : "",
+                     c->socket_group && gid == GID_INVALID ? " (the group does not exist)" : "");
+        }
+    }
+    /* What a running server cannot change: said, never pretended. */
+    if (!a->options.socket && !streq_ptr(old->socket_path, c->socket_path))
+        log_notice("Reload: api.socket changed to %s; the agent keeps serving %s until its next start",
+                   c->socket_path, a->socket_path);
+    if (old->max_connections != c->max_connections || old->max_body != c->max_body ||
+        old->request_timeout != c->request_timeout)
+        log_notice("Reload: api.max_connections, max_body and request_timeout take effect at the next start");
+}
+
+/* A socket file goes with the agent, but only if it is still the one it
+ * bound (never a socket someone else made there since). */
+static void remove_own_socket(const char *path, ino_t ino) {
+    struct stat st;
+    if (path && ino && lstat(path, &st) == 0 && S_ISSOCK(st.st_mode) && st.st_ino == ino)
+        (void) unlink(path);
+}
+
+static ino_t socket_ino(const char *path) {
+    struct stat st;
+    return stat(path, &st) == 0 ? st.st_ino : 0;
+}
+
+void agent_api_stop(Agent *a) {
+    a->api = api_free(a->api);
+    remove_own_socket(a->socket_path, a->socket_ino);
+    remove_own_socket(a->readonly_socket_path, a->readonly_socket_ino);
+    a->socket_ino = a->readonly_socket_ino = 0;
+}
+
+/* api.readonly_socket: reads only, whoever connects (monitoring). */
+static int agent_api_start_readonly(Agent *a, const ApiConfig *c, const char *main_path) {
+    const char *path = c->readonly_socket_path;
+    int fd = -EBADF, r;
+    if (!path)
+        return 0;
+    if (streq(path, main_path))
+        return log_error_errno(EINVAL, "api.readonly_socket is the API socket %s itself: give it another path", path);
+    _cleanup_free_ char *dir = strdup(path);
+    if (!dir)
+        return log_oom();
+    char *slash = strrchr(dir, '/');
+    if (slash && slash != dir) {
+        *slash = 0;
+        r = mkdir_p(dir, 0755);
+        if (r < 0)
+            return log_error_errno(r, "Failed to create %s: %m", dir);
+    }
+    /* No group: the mode alone says who may connect, and what they may
+     * do there is read. */
+    r = api_socket_open(path, NULL, c->readonly_socket_mode, &fd, NULL);
+    if (r < 0)
+        return log_error_errno(r, "Failed to open the read-only API socket %s: %m", path);
+    ino_t ino = socket_ino(path);
+    r = api_add_readonly_socket(a->api, fd);
+    if (r < 0)
+        return log_error_errno(r, "Failed to serve the read-only API socket %s: %m", path);
+    free(a->readonly_socket_path);
+    a->readonly_socket_path = strdup(path);
+    a->readonly_socket_ino = ino;
+    log_info("API listening read-only on %s (mode %04o)", path, (unsigned) c->readonly_socket_mode);
+    return 0;
+}
+
 int agent_api_start(Agent *a) {
     const ApiConfig *c = &agent_layout(a)->api;
     const char *path = a->options.socket ? a->options.socket : c->socket_path;
@@ -633,7 +714,10 @@ int agent_api_start(Agent *a) {
     if (r < 0)
         return log_error_errno(r, "Failed to start the API on %s: %m", path);
     a->socket_path = strdup(path);
+    /* A socket systemd passed is systemd's: it stays when the agent goes
+     * (the next one is started on it), so it is never removed here. */
+    a->socket_ino = activated ? 0 : socket_ino(path);
     api_set_state(a->api, API_STATE_STARTING);
     log_info("API listening on %s%s", path, activated ? " (the socket systemd passed)" : "");
-    return 0;
+    return agent_api_start_readonly(a, c, path);
 }

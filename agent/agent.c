@@ -66,7 +66,7 @@ Agent *agent_free(Agent *a) {
     for (size_t i = 0; i < a->n_probes; i++)
         free(a->probes[i].volume);
     free(a->probes);
-    a->api = api_free(a->api);
+    agent_api_stop(a);
     /* Leaves daemons running: a stop was done by SIGTERM before, and a
      * detach (SIGUSR2) or crash wants them kept for re-adoption. */
     a->supervisor = supervisor_free(a->supervisor);
@@ -81,6 +81,7 @@ Agent *agent_free(Agent *a) {
     free(a->last_reload_error);
     free(a->last_status);
     free(a->socket_path);
+    free(a->readonly_socket_path);
     /* Children killed on the way out (a sweep, a job) that the loop did
      * not get to reap: their exit sources hold the loop. */
     child_orphans_free();
@@ -285,8 +286,10 @@ int agent_reload(Agent *a, ApiOperation *op, char **ret_error) {
     /* Workspace specs are copied by the supervisor and placement reads the
      * layout afresh on every call: swapping it is all a reload needs
      * before the volume difference is applied. */
-    layout_free(a->engine->layout);
+    Layout *old = a->engine->layout;
     a->engine->layout = TAKE_PTR(l);
+    agent_api_layout_changed(a, &old->api);
+    layout_free(old);
     free(a->engine->layout_path);
     a->engine->layout_path = TAKE_PTR(path);
     free(a->engine->layout_hash);

@@ -124,6 +124,9 @@ typedef struct Agent {
     Supervisor *supervisor;
     Api *api;
     char *socket_path;
+    ino_t socket_ino;            /* the socket file it bound, 0 if none */
+    char *readonly_socket_path;  /* api.readonly_socket, when it serves one */
+    ino_t readonly_socket_ino;
 
     usec_t started_mono;
     bool ready;
@@ -317,5 +320,10 @@ void agent_vdo_metrics(Agent *a, MetricsWriter *w);
 /* agent-api.c */
 extern const ApiOps agent_api_ops;
 int agent_api_start(Agent *a);
+/* Stops serving and removes the socket file it made. */
+void agent_api_stop(Agent *a);
+/* A reload swapped the layout: applies what changed in api: (the
+ * socket's mode and group) and says what waits for a restart. */
+void agent_api_layout_changed(Agent *a, const ApiConfig *old);
 /* Sends an event to the stream (when the API runs). Takes fields. */
 void agent_event(Agent *a, const char *type, json_object *fields);

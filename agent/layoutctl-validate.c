@@ -9,6 +9,7 @@
 #include <stdio.h>
 #include <sys/stat.h>
 
+#include "host-check.h"
 #include "layout.h"
 #include "layoutctl.h"
 
@@ -104,6 +105,11 @@ int layoutctl_validate(int argc, char **argv, const LayoutctlGlobals *g) {
         }
         if (r >= 0)
             r = layout_parse_file(file, &l, &errors);
+        /* What the agent checks on this host when it loads the layout. */
+        if (r >= 0 && (r = engine_check_host(l, file, &errors)) > 0) {
+            l = layout_free(l);
+            r = -EINVAL;
+        }
         if (r == -ENOMEM) {
             fprintf(stderr, "layoutctl validate: out of memory\n");
             layout_errors_clear(&errors);

@@ -467,6 +467,28 @@ typedef struct QueryWalk {
     int r;
 } QueryWalk;
 
+/* The framing headers, as sent: a message with two different
+ * Content-Lengths, or with both Content-Length and Transfer-Encoding, has
+ * no single meaning (RFC 9112, 6.3), and a proxy in front of us could read
+ * it otherwise than we do (request smuggling). */
+typedef struct FramingWalk {
+    unsigned n_length;
+    bool lengths_differ;
+    bool chunked;
+    const char *length;
+} FramingWalk;
+
+static enum MHD_Result framing_iter(void *cls, enum MHD_ValueKind kind, const char *key, const char *value) {
+    FramingWalk *w = cls;
+    if (strcasecmp(key, MHD_HTTP_HEADER_CONTENT_LENGTH) == 0) {
+        if (w->n_length++ > 0 && !streq_ptr(w->length, value))
+            w->lengths_differ = true;
+        w->length = value;
+    } else if (strcasecmp(key, MHD_HTTP_HEADER_TRANSFER_ENCODING) == 0)
+        w->chunked = true;
+    return MHD_YES;
+}
+
 static enum MHD_Result query_iter(void *cls, enum MHD_ValueKind kind, const char *key, const char *value) {
     QueryWalk *w = cls;
     w->r = api_query_parse(w->req->spec, key, value, &w->req->query, w->err);
@@ -516,6 +538,11 @@ enum MHD_Result api_dispatch_request(Api *api, struct MHD_Connection *c, const c
 
         if (req->spec->mutating) {
             ApiConn *conn = req->conn;
+            if (conn && conn->read_only) {
+                api_error_set(&err, -EPERM, 403, "forbidden",
+                              "This is the read-only socket (api.readonly_socket): changes go through api.socket");
+                return queue_error(req, &err, -EPERM, NULL);
+            }
             bool ok = conn && conn->peer_error >= 0 &&
                       api_peer_may(conn->uid, conn->gid, conn->groups, conn->n_groups, api->config.group, true);
             if (!ok) {
@@ -536,7 +563,15 @@ enum MHD_Result api_dispatch_request(Api *api, struct MHD_Connection *c, const c
         if (w.r < 0)
             return queue_error(req, &err, w.r, NULL);
 
-        const char *cl = MHD_lookup_connection_value(c, MHD_HEADER_KIND, MHD_HTTP_HEADER_CONTENT_LENGTH);
+        FramingWalk fw = {};
+        (void) MHD_get_connection_values(c, MHD_HEADER_KIND, framing_iter, &fw);
+        if (fw.lengths_differ || (fw.n_length > 0 && fw.chunked)) {
+            api_error_set(&err, -EBADMSG, 400, "bad_request",
+                          fw.lengths_differ ? "Conflicting Content-Length headers"
+                                            : "Both Content-Length and Transfer-Encoding: the body's length is ambiguous");
+            return queue_error(req, &err, -EBADMSG, NULL);
+        }
+        const char *cl = fw.length;
         if (cl) {
             char *end;
             errno = 0;

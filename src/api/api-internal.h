@@ -4,6 +4,7 @@
  * api-events.c); not exported. */
 
 #include <microhttpd.h>
+#include <sys/un.h>
 
 #include "api.h"
 
@@ -52,6 +53,7 @@ typedef struct ApiConn {
     pid_t pid;
     gid_t *groups;
     size_t n_groups;
+    bool read_only;                /* came in on api.readonly_socket */
 } ApiConn;
 
 /* One request (MHD's per-request context). */
@@ -94,6 +96,9 @@ struct Api {
     sd_event_source *timer;
     sd_event_source *deadline_timer;
     sd_event_source *heartbeat_timer;
+    sd_event_source *ro_io;        /* the read-only socket (api-readonly.c) */
+    struct sockaddr_un ro_addr;
+    socklen_t ro_addr_len;
     ApiServerConfig config;
     ApiOps ops;
     void *userdata;
@@ -182,3 +187,7 @@ void api_dispatch_completed(Api *api, ApiRequest *req, enum MHD_RequestTerminati
 void api_dispatch_resume_all(Api *api);
 /* The stream heartbeat: every stream writes a newline on its next turn. */
 void api_dispatch_heartbeat(Api *api);
+
+/* api-readonly.c: whether the connection on fd came in on the read-only
+ * socket (its local address is that socket's path). */
+bool api_readonly_connection(const Api *api, int fd);

@@ -186,6 +186,7 @@ static void on_connection(void *cls, struct MHD_Connection *connection, void **s
         c->peer_error = c->fd >= 0 ? api_peer_credentials(c->fd, &c->uid, &c->gid, &c->pid,
                                                           &c->groups, &c->n_groups)
                                    : -EBADF;
+        c->read_only = api_readonly_connection(api, c->fd);
         c->deadline = now_usec(CLOCK_MONOTONIC) + api->config.request_timeout_sec * USEC_PER_SEC;
         conn_append(api, c);
         api->n_conns++;
@@ -462,6 +463,7 @@ Api *api_free(Api *api) {
     api->timer = sd_event_source_disable_unref(api->timer);
     api->deadline_timer = sd_event_source_disable_unref(api->deadline_timer);
     api->heartbeat_timer = sd_event_source_disable_unref(api->heartbeat_timer);
+    api->ro_io = sd_event_source_disable_unref(api->ro_io); /* closes the read-only socket */
     if (api->mhd) {
         /* MHD must not be stopped with suspended connections. */
         api_dispatch_resume_all(api);
@@ -474,6 +476,11 @@ Api *api_free(Api *api) {
     sd_event_unref(api->event);
     free(api);
     return NULL;
+}
+
+void api_set_group(Api *api, gid_t group) {
+    if (api)
+        api->config.group = group;
 }
 
 void api_set_state(Api *api, ApiState state) {

@@ -34,10 +34,13 @@ static int lookup_group(const char *name, gid_t *ret) {
     return 0;
 }
 
-/* Owner root:group (when it exists) and mode, on the socket's path. */
-static int set_owner_mode(const char *path, const char *group, mode_t mode, gid_t *ret_gid) {
+int api_socket_set_access(const char *path, const char *group, mode_t mode, gid_t *ret_gid) {
     gid_t gid = GID_INVALID;
-    if (group && lookup_group(group, &gid) == 0 && chown(path, 0, gid) < 0)
+    if (group && lookup_group(group, &gid) < 0)
+        gid = GID_INVALID;
+    /* A group that does not exist: root's, so that nobody gains changes
+     * by the name of a group someone creates later. */
+    if (chown(path, 0, gid == GID_INVALID ? 0 : gid) < 0)
         return negative_errno();
     if (chmod(path, mode) < 0)
         return negative_errno();
@@ -73,7 +76,7 @@ int api_socket_from_systemd(const char *path, const char *group, mode_t mode, in
     if (fl < 0 || fcntl(fd, F_SETFL, fl | O_NONBLOCK) < 0)
         return negative_errno();
     /* The layout says who may connect, here as when the agent binds. */
-    r = set_owner_mode(path, group, mode, ret_gid);
+    r = api_socket_set_access(path, group, mode, ret_gid);
     if (r < 0)
         return r;
     *ret_fd = TAKE_FD(fd);
@@ -114,8 +117,7 @@ int api_socket_open(const char *path, const char *group, mode_t mode, int *ret_f
         return negative_errno();
 
     gid_t gid = GID_INVALID;
-    r = set_owner_mode(path, group, mode, &gid);
-    if (r < 0)
+    if ((r = api_socket_set_access(path, group, mode, &gid)) < 0)
         goto fail;
     if (listen(fd, SOMAXCONN) < 0) {
         r = negative_errno();

@@ -120,6 +120,11 @@ typedef struct Api Api;
  * Returns: <0 on error, 0 on success with *ret_fd (O_CLOEXEC, listening).
  */
 int api_socket_open(const char *path, const char *group, mode_t mode, int *ret_fd, gid_t *ret_gid);
+/* The socket file's owner (root:<group>, root:root when the group does not
+ * exist) and mode, as api_socket_open() sets them: for a reload that
+ * changes api.group or api.socket_mode. *ret_gid as there.
+ * Returns: <0 on error, 0. */
+int api_socket_set_access(const char *path, const char *group, mode_t mode, gid_t *ret_gid);
 
 /*
  * The listening socket systemd passed for path (socket activation,
@@ -142,11 +147,23 @@ int api_socket_from_systemd(const char *path, const char *group, mode_t mode, in
 int api_new(sd_event *event, int listen_fd, const ApiServerConfig *config,
             const ApiOps *ops, void *userdata, Api **ret);
 
+/*
+ * Adds a second listening socket (ownership passes, also on failure)
+ * whose connections may only read: every GET/HEAD route is served on it,
+ * and every mutating route is 403, whoever the peer is (docs/api.md
+ * "Access"). Its connections count against the same limit.
+ * Returns: <0 on error, 0 on success.
+ */
+int api_add_readonly_socket(Api *api, int listen_fd);
+
 /* Stops serving: closes all connections and the socket. NULL ok; returns NULL. */
 Api *api_free(Api *api);
 DEFINE_TRIVIAL_CLEANUP_FUNC(Api *, api_free)
 
 void api_set_state(Api *api, ApiState state);
+/* The group whose members may change things (GID_INVALID: root only),
+ * from the next request on: a reload that changes api.group. */
+void api_set_group(Api *api, gid_t group);
 ApiState api_get_state(const Api *api);
 
 /* The effective connection limit (after clamping to RLIMIT_NOFILE). */

@@ -78,6 +78,10 @@ int backend_teardown_destroy(VolumeSetup *s, const VolumeObservation *o, bool re
 void backend_plan_identity(PlanBuilder *b, const PlanSubject *subj, const VolumeRecord *rec,
                            const VolumeObservation *o, bool up);
 
+/* A volume mounted by an older layoutd (or by hand) without nosuid,nodev:
+ * a non-blocking DRIFT note (pure). */
+void backend_plan_mount_flags(PlanBuilder *b, const PlanSubject *subj, const VolumeObservation *o);
+
 /* The DELETE steps of a teardown with --destroy-data (pure): the backing
  * file when layoutd created it (a note that it stays otherwise), and the
  * mount directory (whole_tree: with everything in it). */

@@ -151,6 +151,7 @@ void loop_backend_plan(PlanBuilder *b, const PlanSubject *subj, const Pool *p, c
     if (need_format)
         emit_format(&lp, "blank, created by layoutd; ");
     if (plan_mount(&lp)) {
+        backend_plan_mount_flags(b, subj, o);
         backend_plan_identity(b, subj, rec, o, o->mounted_ours);
         backend_plan_grow(b, subj, rec, o, lp.fs, p->volume_size);
         backend_plan_limits(b, subj, p, o);

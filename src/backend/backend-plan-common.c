@@ -230,3 +230,24 @@ void backend_plan_identity(PlanBuilder *b, const PlanSubject *subj, const Volume
     if (st)
         plan_builder_set(b, &st->mount_path, o->mount_path);
 }
+
+static bool has_option(const char *options, const char *opt) {
+    size_t n = strlen(opt);
+    for (const char *c = options; c && *c;) {
+        const char *e = strchrnul(c, ',');
+        if ((size_t) (e - c) == n && strncmp(c, opt, n) == 0)
+            return true;
+        c = *e ? e + 1 : e;
+    }
+    return false;
+}
+
+void backend_plan_mount_flags(PlanBuilder *b, const PlanSubject *subj, const VolumeObservation *o) {
+    if (!o->mounted_ours || (has_option(o->mount.options, "nosuid") && has_option(o->mount.options, "nodev")))
+        return;
+    plan_builder_refuse(b, subj, PLAN_STEP_DRIFT, "mount-flags", false,
+                        "drift %s: %s is mounted without nosuid,nodev (by an older layoutd, or by hand), so set-id "
+                        "files and device nodes in it act as such; `layoutctl teardown` and a start mount it with "
+                        "them",
+                        o->name, o->mount_path);
+}

@@ -426,7 +426,14 @@ int backend_step_mount(VolumeSetup *s, const PlanStep *p, const char *node, dev_
         apply_step_result_message(sr, "cannot create %s: %s", p->mount_path, strerror(-r));
         return r;
     }
-    r = mount_volume(node, p->mount_path, p->fs_type, s->pool ? s->pool->mount_options : NULL);
+    /* Always nosuid,nodev: a workspace's files are its tenant's, and a
+     * set-id binary or a device node written through one must never act
+     * as such on the host (or a neighbour). The pool's options follow. */
+    _cleanup_free_ char *options = NULL;
+    const char *extra = s->pool ? s->pool->mount_options : NULL;
+    if (asprintf(&options, "nosuid,nodev%s%s", isempty(extra) ? "" : ",", isempty(extra) ? "" : extra) < 0)
+        return -ENOMEM;
+    r = mount_volume(node, p->mount_path, p->fs_type, options);
     if (r < 0) {
         apply_step_result_message(sr, "cannot mount %s on %s: %s", node, p->mount_path, strerror(-r));
         return r;

@@ -276,6 +276,7 @@ void vdo_backend_plan(PlanBuilder *b, const PlanSubject *subj, const Pool *p, co
         goto done;
     if (!plan_mount(&vp))
         goto done;
+    backend_plan_mount_flags(b, subj, o);
     backend_plan_identity(b, subj, rec, o, o->mounted_ours);
     if (o->dm_up)
         plan_vdo_grow(&vp, p->volume_size, p->vdo.logical_size);

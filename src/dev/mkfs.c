@@ -9,6 +9,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/prctl.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -187,9 +188,16 @@ static int find_program(const char *name, char **ret) {
 
 /* In the child, between fork and exec: only async-signal-safe calls. On
  * failure, writes errno to err_fd and exits. */
-_Noreturn static void child(const char *path, char *const *argv, char *const *envp, int out_fd, int err_fd) {
+_Noreturn static void child(const char *path, char *const *argv, char *const *envp, int out_fd, int err_fd,
+                            pid_t parent) {
     int e;
     sigset_t all;
+
+    /* A tool dies with whoever runs it (a worker killed with the agent,
+     * a killed layoutctl): an mkfs or a resize must not go on beside the
+     * next agent's attempt on the same device. */
+    if (prctl(PR_SET_PDEATHSIG, SIGKILL) < 0 || getppid() != parent)
+        _exit(127);
 
     /* The parent (an sd-event loop) may block or catch signals; the
      * program must start with the defaults. */
@@ -240,11 +248,12 @@ int dev_run_program(char *const *argv, char **ret_output, int *ret_status) {
     if (err_w < 3 || out_w < 3)
         return -EBADF;
 
+    pid_t parent = getpid();
     pid_t pid = fork();
     if (pid < 0)
         return negative_errno();
     if (pid == 0)
-        child(path, argv, envp, out_w, err_w);
+        child(path, argv, envp, out_w, err_w, parent);
 
     out_w = safe_close(out_w);
     err_w = safe_close(err_w);

@@ -4,6 +4,7 @@
 #include <linux/close_range.h>
 #include <signal.h>
 #include <stdio.h>
+#include <sys/prctl.h>
 #include <sys/resource.h>
 #include <sys/socket.h>
 #include <sys/syscall.h>
@@ -231,13 +232,22 @@ int child_spawn(sd_event *e, char *const *argv, const ChildCallbacks *cb, void *
         r = -errno;
         goto fail;
     }
+    pid_t parent = getpid();
     pid_t pid = fork();
     if (pid < 0) {
         r = -errno;
         goto fail;
     }
     if (pid == 0) {
-        /* The child only execs: no allocation, no locks after fork. */
+        /* The child only execs: no allocation, no locks after fork.
+         * It dies with the agent: a worker, a sweep or a probe must never
+         * outlive it as a zombie of PID 1 that the next agent cannot see
+         * (a sweep still running beside the next agent's). The tools a
+         * worker runs are tied to the worker the same way (src/dev). The
+         * check after prctl closes the race with an agent that died
+         * before it. */
+        if (prctl(PR_SET_PDEATHSIG, SIGKILL) < 0 || getppid() != parent)
+            _exit(127);
         if (dup2(sv[1], STDIN_FILENO) < 0 || dup2(sv[1], STDOUT_FILENO) < 0 || dup2(ep[1], STDERR_FILENO) < 0)
             _exit(127);
         (void) syscall(SYS_close_range, 3U, ~0U, 0U);

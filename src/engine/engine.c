@@ -9,6 +9,7 @@
 #include <sys/sysmacros.h>
 
 #include "engine.h"
+#include "host-check.h"
 #include "util.h"
 
 static char *format_layout_errors(const LayoutErrors *errors, const char *path, int r) {
@@ -56,13 +57,19 @@ int engine_load_layout(const char *path, const char *root, Layout **ret, char **
     if (r < 0)
         goto fail;
     if (root) {
-        r = layout_set_root(l, root);
+        const char *why = layout_path_why_unsafe(root);
+        r = why ? -EINVAL : layout_set_root(l, root);
         if (r < 0) {
-            if (ret_error && asprintf(ret_error, "--root %s: %s (it must be absolute)", root, strerror(-r)) < 0)
+            if (ret_error && asprintf(ret_error, "--root %s: %s", root, why ?: "it must be absolute") < 0)
                 *ret_error = NULL;
             return r;
         }
     }
+    r = engine_check_host(l, file, &errors);
+    if (r > 0)
+        r = -EINVAL;
+    if (r < 0)
+        goto fail;
     *ret = TAKE_PTR(l);
     if (ret_path)
         *ret_path = TAKE_PTR(file);

@@ -54,8 +54,5 @@ DEFINE_TRIVIAL_CLEANUP_FUNC(LayoutNode *, layout_node_free)
  */
 int layout_node_parse(const char *data, size_t len, const char *name, LayoutNode **ret, LayoutErrors *errors);
 
-/* Appends one error. Returns -ENOMEM or 0. */
-int layout_errors_add(LayoutErrors *e, const char *file, unsigned line, unsigned column, const char *fmt, ...)
-        _printf_(5, 6);
 /* Stable sort by line, then column. */
 void layout_errors_sort(LayoutErrors *e);

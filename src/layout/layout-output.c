@@ -303,6 +303,8 @@ static json_object *api_to_json(Out *o, const ApiConfig *a) {
     add_str(o, j, "socket", a->socket_path);
     add_str(o, j, "group", a->socket_group);
     add_mode(o, j, "socket_mode", a->socket_mode);
+    add_str(o, j, "readonly_socket", a->readonly_socket_path);
+    add_mode(o, j, "readonly_socket_mode", a->readonly_socket_mode);
     add_duration(o, j, "flush_probe_interval", a->flush_probe_interval);
     add_u64(o, j, "max_connections", a->max_connections);
     add_size(o, j, "max_body", a->max_body);

@@ -250,6 +250,19 @@ static void parse_pool(Parser *p, const LayoutNode *n, PoolRole role, Pool *pool
                                 strstr(pool->mount_options, ",discard")))
                 lp_err(p, v, "mount_options: 'discard' on XFS over VDO stalls all I/O during deletes; use "
                     "vdo.fstrim_interval instead");
+            else
+                for (const char *o = pool->mount_options; *o;) {
+                    const char *end = strchrnul(o, ',');
+                    size_t len = (size_t) (end - o);
+                    /* Volumes are always nosuid,nodev (what tenants write
+                     * must not act as a set-id binary or a device). */
+                    if ((len == 4 && strncmp(o, "suid", 4) == 0) || (len == 3 && strncmp(o, "dev", 3) == 0)) {
+                        lp_err(p, v, "mount_options: '%.*s' is refused: volumes are always mounted nosuid,nodev",
+                               (int) len, o);
+                        break;
+                    }
+                    o = *end ? end + 1 : end;
+                }
         }
     }
     if (role == POOL_STATE) {
@@ -551,6 +564,9 @@ static void parse_static_workspaces(Parser *p, const LayoutNode *n, WorkspaceCon
                 lp_err(p, v, "id: invalid workspace id '%s': expected [a-z0-9][a-z0-9-]*, at most %d characters",
                     s->id, LAYOUT_WORKSPACE_ID_MAX);
                 ok = false;
+            } else if (layout_name_is_volume(s->id)) {
+                lp_err(p, v, "id: '%s' is the name of a volume; a workspace cannot take it", s->id);
+                ok = false;
             }
             for (size_t j = 0; j < n_ids; j++)
                 if (streq(ids[j]->value, s->id)) {
@@ -596,8 +612,12 @@ static void parse_workspace(Parser *p, const LayoutNode *n, Layout *l) {
         return;
     LayoutNode *v, *k;
     int e;
-    if ((v = lp_map_get(n, "mount_root", NULL)) && lp_get_path(p, v, "mount_root", &w->mount_root))
+    const char *why;
+    if ((v = lp_map_get(n, "mount_root", NULL)) && lp_get_path(p, v, "mount_root", &w->mount_root)) {
         w->mount_root_is_default = false;
+        if ((why = layout_path_why_unsafe(w->mount_root)))
+            lp_err(p, v, "mount_root: workspaces cannot be mounted below %s: %s", w->mount_root, why);
+    }
     if ((v = lp_map_get(n, "command", &k)))
         parse_command(p, v, k, w);
     if ((v = lp_map_get(n, "user", NULL)))
@@ -606,8 +626,16 @@ static void parse_workspace(Parser *p, const LayoutNode *n, Layout *l) {
         (void) lp_get_account(p, v, "group", &w->group);
     if ((v = lp_map_get(n, "environment", NULL)))
         parse_environment(p, v, w);
-    if ((v = lp_map_get(n, "dir_mode", NULL)))
-        (void) lp_get_mode(p, v, "dir_mode", &w->dir_mode);
+    if ((v = lp_map_get(n, "dir_mode", NULL)) && lp_get_mode(p, v, "dir_mode", &w->dir_mode)) {
+        /* A workspace's directory is its owner's: set-id bits would hand
+         * files to other ids, world-writable would let anyone in. */
+        if (w->dir_mode & 07000)
+            lp_err(p, v, "dir_mode: %04o has setuid, setgid or sticky bits; a workspace directory takes none "
+                   "(use e.g. \"0750\")", (unsigned) w->dir_mode);
+        else if (w->dir_mode & 0002)
+            lp_err(p, v, "dir_mode: %04o is world-writable; anyone could write into every workspace "
+                   "(use e.g. \"0750\")", (unsigned) w->dir_mode);
+    }
     if ((v = lp_map_get(n, "restart", NULL)) && GET_ENUM(p, v, "restart", restart_policy, &e))
         w->restart = (RestartPolicy) e;
     if ((v = lp_map_get(n, "backoff", NULL)) && lp_map_check(p, v, backoff_keys, NULL, "backoff")) {
@@ -661,8 +689,8 @@ static void parse_workspace(Parser *p, const LayoutNode *n, Layout *l) {
 
 static void parse_api(Parser *p, const LayoutNode *n, ApiConfig *a) {
     static const char *const keys[] = {
-        "socket", "group", "socket_mode", "flush_probe_interval", "max_connections", "max_body",
-        "request_timeout", NULL,
+        "socket", "group", "socket_mode", "readonly_socket", "readonly_socket_mode", "flush_probe_interval",
+        "max_connections", "max_body", "request_timeout", NULL,
     };
     if (!lp_map_check(p, n, keys, NULL, "api"))
         return;
@@ -674,6 +702,14 @@ static void parse_api(Parser *p, const LayoutNode *n, ApiConfig *a) {
         (void) lp_get_account(p, v, "group", &a->socket_group);
     if ((v = lp_map_get(n, "socket_mode", NULL)))
         (void) lp_get_mode(p, v, "socket_mode", &a->socket_mode);
+    if ((v = lp_map_get(n, "readonly_socket", NULL)) && lp_get_path(p, v, "readonly_socket", &a->readonly_socket_path)) {
+        if (strlen(a->readonly_socket_path) > SOCKET_PATH_MAX)
+            lp_err(p, v, "readonly_socket: a Unix socket path can be at most %d bytes long", SOCKET_PATH_MAX);
+        else if (a->socket_path && streq(a->readonly_socket_path, a->socket_path))
+            lp_err(p, v, "readonly_socket: must not be the same path as socket (%s)", a->socket_path);
+    }
+    if ((v = lp_map_get(n, "readonly_socket_mode", NULL)))
+        (void) lp_get_mode(p, v, "readonly_socket_mode", &a->readonly_socket_mode);
     if ((v = lp_map_get(n, "flush_probe_interval", NULL))) {
         usec_t t;
         if (lp_get_duration(p, v, "flush_probe_interval", &t)) {
@@ -723,6 +759,7 @@ static int layout_new_defaults(const char *name, Layout **ret) {
     };
     l->api = (ApiConfig) {
         .socket_mode = 0660,
+        .readonly_socket_mode = 0666, /* it only reads: any local user may */
         .flush_probe_interval = 30 * USEC_PER_SEC,
         .max_connections = 4096, /* 1,000 idle clients must not lock others out; clamped to RLIMIT_NOFILE */
         .max_body = 64 * KIB,
@@ -806,8 +843,10 @@ static void parse_top(Parser *p, const LayoutNode *n, Layout *l) {
     else if ((ver = lp_get_scalar(p, v, "version", "1")) && !streq(ver, "1"))
         lp_err(p, v, "version: must be %d (this layoutd understands layout version %d), got '%s'", LAYOUT_VERSION,
             LAYOUT_VERSION, ver);
-    if ((v = lp_map_get(n, "root", NULL)))
-        (void) lp_get_path(p, v, "root", &l->root);
+    const char *why;
+    if ((v = lp_map_get(n, "root", NULL)) && lp_get_path(p, v, "root", &l->root) &&
+        (why = layout_path_why_unsafe(l->root)))
+        lp_err(p, v, "root: %s cannot be layoutd's root: %s (the default is /var/lib/layoutd)", l->root, why);
     if (!(v = lp_map_get(n, "pools", &k)))
         lp_err(p, n, "missing required key 'pools' (at least pools: {state: {...}})");
     else

@@ -106,6 +106,7 @@ Layout *layout_free(Layout *l) {
     free(w->static_workspaces);
     free(l->api.socket_path);
     free(l->api.socket_group);
+    free(l->api.readonly_socket_path);
     free(l);
     return NULL;
 }
@@ -177,4 +178,44 @@ int layout_mount_path(const Layout *l, const char *volume, char **ret) {
 
 int layout_record_path(const Layout *l, char **ret) {
     return root_join(l, "layoutd-state.json", NULL, NULL, ret);
+}
+
+/* A root layoutd makes files, mount points and FUSE mounts below, and
+ * deletes what it made there with --destroy-data: never a system tree,
+ * and never a directory that is everyone's (at most below one). */
+static const char *const system_trees[] = { "/bin", "/boot", "/dev", "/etc", "/lib", "/lib32", "/lib64",
+                                            "/libx32", "/proc", "/sbin", "/sys", "/usr", NULL };
+static const char *const shared_dirs[] = { "/", "/home", "/media", "/mnt", "/opt", "/root", "/run", "/srv",
+                                           "/tmp", "/var", "/var/cache", "/var/lib", "/var/log", "/var/tmp", NULL };
+
+const char *layout_path_why_unsafe(const char *path) {
+    if (!path || path[0] != '/')
+        return "it is not an absolute path";
+    size_t n = strlen(path);
+    while (n > 1 && path[n - 1] == '/')
+        n--;
+    for (const char *const *t = system_trees; *t; t++) {
+        size_t k = strlen(*t);
+        if (n >= k && strncmp(path, *t, k) == 0 && (n == k || path[k] == '/'))
+            return "it is a system directory";
+    }
+    for (const char *const *d = shared_dirs; *d; d++)
+        if (strlen(*d) == n && strncmp(path, *d, n) == 0)
+            return "it is a directory others use too; give layoutd one of its own below it";
+    return NULL;
+}
+
+bool layout_name_is_volume(const char *s) {
+    for (PoolRole r = 0; s && r < _POOL_ROLE_MAX; r++) {
+        const char *role = pool_role_to_string(r);
+        size_t n = strlen(role);
+        if (strncmp(s, role, n) != 0 || s[n] != '-' || !s[n + 1])
+            continue;
+        const char *d = s + n + 1;
+        while (*d >= '0' && *d <= '9')
+            d++;
+        if (!*d)
+            return true;
+    }
+    return false;
 }

@@ -69,6 +69,15 @@ PlacementPolicy placement_policy_from_string(const char *s);
 const char *restart_policy_to_string(RestartPolicy p);
 RestartPolicy restart_policy_from_string(const char *s);
 const char *const *backend_names(size_t *ret_n);
+/* Why path may not be layoutd's root or mount_root (a system tree such as
+ * /etc or /usr, or a directory others use, such as / or /var/lib), or
+ * NULL when it may. Lexical: the caller resolves symlinks first when it
+ * may look at the host (engine_check_host). */
+const char *layout_path_why_unsafe(const char *path);
+/* True for a name of the form a volume's name takes ("state-3",
+ * "content-0"): no workspace may take one, or `layoutctl show NAME` and
+ * every report keyed by name could not tell the two apart. */
+bool layout_name_is_volume(const char *s);
 const char *const *placement_policy_names(size_t *ret_n);
 const char *const *restart_policy_names(size_t *ret_n);
 
@@ -227,6 +236,9 @@ typedef struct ApiConfig {
     char *socket_path;               /* default /run/layoutd/api.sock */
     char *socket_group;              /* default "layoutd"; may not exist */
     mode_t socket_mode;              /* default 0660 */
+    char *readonly_socket_path;      /* a second socket that only serves
+                                        reads (GET/HEAD); NULL: none */
+    mode_t readonly_socket_mode;     /* default 0666 */
     usec_t flush_probe_interval;     /* 0 = off; default 30 s */
     unsigned max_connections;        /* default 256 */
     uint64_t max_body;               /* bytes, default 64 KiB */
@@ -258,6 +270,9 @@ typedef struct LayoutErrors {
 } LayoutErrors;
 
 void layout_errors_clear(LayoutErrors *e);
+/* Appends an error (line 0: about the file as a whole). Returns 0 or -ENOMEM. */
+int layout_errors_add(LayoutErrors *e, const char *file, unsigned line, unsigned column, const char *fmt, ...)
+        _printf_(5, 6);
 
 /*
  * Parses and validates a layout from memory. `name` is used in

@@ -110,6 +110,10 @@ static int check_request(PlaceContext *c, const PlaceCreateRequest *req,
         return place_fail(error, -EINVAL, PLACE_REASON_INVALID,
                           "invalid workspace id '%s': it must match [a-z0-9][a-z0-9-]* and be at "
                           "most %d characters", req->id ?: "", LAYOUT_WORKSPACE_ID_MAX);
+    if (layout_name_is_volume(req->id))
+        return place_fail(error, -EINVAL, PLACE_REASON_INVALID,
+                          "invalid workspace id '%s': it is of the form volumes are named (state-N, content-N), "
+                          "which no workspace may take", req->id);
     if (!tenant_is_valid(req->tenant))
         return place_fail(error, -EINVAL, PLACE_REASON_INVALID,
                           "invalid tenant '%s': it must match [a-z0-9][a-z0-9-]* and be at most %d "

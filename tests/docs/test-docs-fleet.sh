@@ -6,7 +6,10 @@
 # the Kubernetes manifests are valid YAML with the kinds the page
 # describes; the alert rules pass `promtool check rules` and their tests
 # `promtool test rules`; the dashboard is Grafana JSON; and every metric
-# the rules and the dashboard use is one the agent exports. Needs no root.
+# the rules and the dashboard use is one the agent exports; the CSI
+# deployment (CSIDriver, DaemonSet, pod, Nomad plugin, volume and job)
+# has the fields it must have and names the plugin, its socket, its
+# flags and its paths the way layoutd-csi does. Needs no root.
 TEST_NAME=docs-fleet
 . "$LAYOUTD_TESTS/lib/common.sh"
 
@@ -69,7 +72,7 @@ for f in sys.argv[1:]:
                     if "layoutd.io/workspaces" in r.get("requests", {}):
                         assert r["requests"]["layoutd.io/workspaces"] == r.get("limits", {}).get("layoutd.io/workspaces"), \
                             "extended resources need requests == limits"
-for k in ("DaemonSet", "ClusterRole", "ClusterRoleBinding", "ServiceAccount", "Pod"):
+for k in ("DaemonSet", "ClusterRole", "ClusterRoleBinding", "ServiceAccount", "Pod", "CSIDriver"):
     assert k in kinds, f"no {k} in the manifests"
 PYEOF
 else
@@ -107,5 +110,105 @@ if missing:
     sys.exit(1)
 PYEOF
 
+# 7. The CSI deployment agrees with the plugin: its driver name (from its
+# source), the options it takes (its --help), the socket the registrar
+# and the kubelet use, the propagation the binds need.
+: "${LAYOUTD_CSI:=$LAYOUTD_BUILD_DIR/agent/csi/layoutd-csi}"
+if [ -x "$LAYOUTD_CSI" ] && "$PY" -c 'import yaml' 2>/dev/null; then
+    "$PY" - "$DOCS/fleet" "$LAYOUTD_SOURCE_DIR/agent/csi/csi-plugin.h" "$("$LAYOUTD_CSI" --help)" <<'PYEOF' || errors=$((errors + 1))
+import os, re, sys, yaml
+fleet, header, help_text = sys.argv[1:4]
+driver = re.search(r'#define CSI_DRIVER_NAME "([^"]+)"', open(header).read()).group(1)
+topology = re.search(r'#define CSI_TOPOLOGY_KEY "([^"]+)"', open(header).read()).group(1)
+options = set(re.findall(r"--[a-z][a-z-]*[a-z]", help_text))
+problems = []
+def check(cond, what):
+    if not cond:
+        problems.append(what)
+def docs(name):
+    return [d for d in yaml.safe_load_all(open(os.path.join(fleet, name))) if d]
+
+(drv,) = [d for d in docs("layoutd-k8s-csi-driver.yaml") if d["kind"] == "CSIDriver"]
+check(drv["metadata"]["name"] == driver, f"CSIDriver is named {drv['metadata']['name']}, the plugin {driver}")
+check(drv["spec"].get("podInfoOnMount") is True, "CSIDriver: podInfoOnMount must be true (tenant, labels)")
+check(drv["spec"].get("attachRequired") is False, "CSIDriver: attachRequired must be false (no controller)")
+check(drv["spec"].get("volumeLifecycleModes") == ["Ephemeral"], "CSIDriver: volumeLifecycleModes must be [Ephemeral]")
+
+(ds,) = [d for d in docs("layoutd-k8s-csi-node.yaml") if d["kind"] == "DaemonSet"]
+pod = ds["spec"]["template"]["spec"]
+vols = {v["name"]: v for v in pod["volumes"]}
+cs = {c["name"]: c for c in pod["containers"]}
+check(set(cs) >= {"layoutd-csi", "node-driver-registrar"}, f"DaemonSet containers: {sorted(cs)}")
+plugin, reg = cs.get("layoutd-csi", {}), cs.get("node-driver-registrar", {})
+args = dict(a.split("=", 1) for a in plugin.get("args", []))
+for a in args:
+    check(a in options, f"layoutd-csi is given {a}, which its --help does not list")
+check(plugin.get("securityContext", {}).get("privileged") is True, "layoutd-csi must be privileged (mounts)")
+def mount_of(c, path):
+    return next((m for m in c.get("volumeMounts", []) if m["mountPath"] == path), None)
+def host_of(m):
+    return vols[m["name"]]["hostPath"]["path"] if m else None
+# The endpoint: the plugin's socket, the registrar's --csi-address, the
+# same host file that kubelet is told about.
+ep = args.get("--endpoint", "")
+check(ep.startswith("unix:///"), f"--endpoint {ep} is not unix:///PATH")
+sock = ep[len("unix://"):]
+rargs = dict(a.split("=", 1) for a in reg.get("args", []))
+check(rargs.get("--csi-address") == sock, f"registrar --csi-address {rargs.get('--csi-address')} is not the plugin's {sock}")
+pdir = os.path.dirname(sock)
+check(host_of(mount_of(plugin, pdir)) == host_of(mount_of(reg, pdir)), "plugin and registrar see different socket dirs")
+check(rargs.get("--kubelet-registration-path") == os.path.join(host_of(mount_of(plugin, pdir)) or "?", os.path.basename(sock)),
+      "--kubelet-registration-path is not the host path of the plugin's socket")
+check(host_of(mount_of(plugin, pdir)) == f"/var/lib/kubelet/plugins/{driver}", "the plugin dir is not /var/lib/kubelet/plugins/<driver>")
+check(host_of(mount_of(reg, "/registration")) == "/var/lib/kubelet/plugins_registry", "registration dir")
+kub = mount_of(plugin, "/var/lib/kubelet")
+check(kub is not None and kub.get("mountPropagation") == "Bidirectional", "the kubelet dir needs mountPropagation: Bidirectional")
+check(args.get("--target-root") == "/var/lib/kubelet", "--target-root is not the kubelet dir")
+lsock = args.get("--layoutd-socket", "/run/layoutd/api.sock")
+check(host_of(mount_of(plugin, os.path.dirname(lsock))) == "/run/layoutd", "the host's /run/layoutd is not mounted where --layoutd-socket points")
+check("api-ro" not in lsock, "the plugin needs the read-write socket")
+ws = mount_of(plugin, "/var/lib/layoutd/workspaces")
+check(ws is not None and ws.get("mountPropagation") in ("HostToContainer", "Bidirectional"), "the workspaces' FUSE mounts must propagate into the plugin")
+
+(p,) = [d for d in docs("layoutd-k8s-csi-pod.yaml") if d["kind"] == "Pod"]
+inline = [v for v in p["spec"]["volumes"] if "csi" in v]
+check(inline and all(v["csi"]["driver"] == driver for v in inline), "the example pod has no inline csi volume of the driver")
+mounted = {m["name"] for c in p["spec"]["containers"] for m in c.get("volumeMounts", [])}
+check(all(v["name"] in mounted for v in inline), "the example pod does not mount its csi volume")
+
+# Nomad: HCL has no parser in Debian here; its blocks and keys are checked by pattern.
+plug = open(os.path.join(fleet, "layoutd-nomad-csi-plugin.hcl")).read()
+vol = open(os.path.join(fleet, "layoutd-nomad-csi-volume.hcl")).read()
+job = open(os.path.join(fleet, "layoutd-nomad-csi-job.hcl")).read()
+for name, text in (("plugin", plug), ("volume", vol), ("job", job)):
+    check(text.count("{") == text.count("}"), f"Nomad {name} file: unbalanced braces")
+check(re.search(r'^\s*type\s*=\s*"system"', plug, re.M), "Nomad plugin job: type = \"system\"")
+m = re.search(r"csi_plugin\s*\{(.*?)\}", plug, re.S)
+check(m is not None, "Nomad plugin job: no csi_plugin block")
+if m:
+    check(re.search(rf'id\s*=\s*"{re.escape(driver)}"', m.group(1)), "csi_plugin id is not the driver name")
+    check(re.search(r'type\s*=\s*"node"', m.group(1)), "csi_plugin type is not \"node\"")
+    md = re.search(r'mount_dir\s*=\s*"([^"]+)"', m.group(1))
+    base = re.search(r'stage_publish_base_dir\s*=\s*"([^"]+)"', m.group(1))
+    nargs = dict(re.findall(r'"(--[a-z-]+)=([^"]*)"', plug))
+    for a in nargs:
+        check(a in options, f"the Nomad plugin job gives {a}, which --help does not list")
+    check(md and nargs.get("--endpoint", "").startswith(f"unix://{md.group(1)}/"), "--endpoint is not below mount_dir")
+    check(nargs.get("--target-root") == (base.group(1) if base else md and md.group(1)), "--target-root is not stage_publish_base_dir")
+check(re.search(rf'plugin_id\s*=\s*"{re.escape(driver)}"', vol), "the Nomad volume's plugin_id is not the driver name")
+vid = re.search(r'^id\s*=\s*"([^"]+)"', vol, re.M)
+check(vid and re.search(rf'source\s*=\s*"{re.escape(vid.group(1))}"', job), "the Nomad job does not claim the registered volume")
+check(re.search(r'type\s*=\s*"csi"', job) and "volume_mount" in job, "the Nomad job has no csi volume and volume_mount")
+check(topology == "topology.layoutd.io/node", f"topology key {topology}")
+for pr in problems:
+    print(f"[docs-fleet] FAIL: CSI deployment: {pr}", file=sys.stderr)
+sys.exit(1 if problems else 0)
+PYEOF
+else
+    bad "layoutd-csi not built or python3-yaml missing: the CSI deployment is not checked"
+fi
+tr '\n' ' ' <"$DOCS/fleet.md" | grep -q "No kubelet and no Nomad agent runs" || bad "fleet.md does not say what was not run here"
+awk '/^## /{print; exit}' "$DOCS/fleet.md" | grep -q CSI || bad "fleet.md does not lead with the CSI route"
+
 [ $errors -eq 0 ] || fail "$errors problem(s)"
-log "OK: ${#files[@]} fleet files quoted, verified and parsed"
+log "OK: ${#files[@]} fleet files quoted, verified and parsed; the CSI deployment agrees with layoutd-csi"

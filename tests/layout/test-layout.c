@@ -244,6 +244,8 @@ static void test_defaults(void **state) {
     assert_string_equal(l->api.socket_path, "/run/layoutd/api.sock");
     assert_string_equal(l->api.socket_group, "layoutd");
     assert_int_equal(l->api.socket_mode, 0660);
+    assert_null(l->api.readonly_socket_path);
+    assert_int_equal(l->api.readonly_socket_mode, 0666);
     assert_int_equal(l->api.flush_probe_interval, 30 * USEC_PER_SEC);
     assert_int_equal(l->api.max_connections, 4096);
     assert_int_equal(l->api.max_body, 64 * KIB);
@@ -507,6 +509,8 @@ static void test_rules(void **state) {
     CHECK_STRING(HDR "    writeback: {max_bytes: lots}\n", { 4, 28, "writeback.max_bytes: invalid size 'lots'" });
     CHECK_STRING(HDR "    writeback: {strict: true}\n", { 4, 17, "did you mean 'strict_limit'?" });
     CHECK_STRING(HDR "    mount_options: noatime, discard\n", { 4, 20, "without spaces" });
+    CHECK_STRING(HDR "    mount_options: noatime,suid\n", { 4, 20, "'suid' is refused" });
+    CHECK_STRING(HDR "    mount_options: dev\n", { 4, 20, "'dev' is refused" });
     CHECK_STRING(HDR "    placement: random\n", { 4, 16, "unknown value 'random'" });
     CHECK_STRING(HDR "    tenant_isolation: 1\n", { 4, 23, "expected true or false" });
     CHECK_STRING(HDR "    shards: 2\n", { 4, 5, "'shards' applies to the content pool only" });
@@ -588,8 +592,33 @@ static void test_rules(void **state) {
     CHECK_STRING(API "  max_body: 100\n", { 4, 13, "must be between 1KiB and 64MiB" });
     CHECK_STRING(API "  request_timeout: forever\n", { 4, 20, "invalid duration 'forever'" });
     CHECK_STRING(API "  sockets: /x\n", { 4, 3, "did you mean 'socket'?" });
+    CHECK_STRING(API "  readonly_socket: run/ro.sock\n", { 4, 20, "expected an absolute path" });
+    CHECK_STRING(API "  readonly_socket: /run/layoutd/api.sock\n", { 4, 20, "must not be the same path as socket" });
+    CHECK_STRING(API "  socket: /run/x.sock\n  readonly_socket: /run/x.sock\n", { 5, 20, "must not be the same path" });
+    CHECK_STRING(API "  readonly_socket_mode: 999\n", { 4, 25, "octal mode" });
+    l = parse_ok(API "  readonly_socket: /run/layoutd/api-ro.sock\n  readonly_socket_mode: \"0640\"\n");
+    assert_string_equal(l->api.readonly_socket_path, "/run/layoutd/api-ro.sock");
+    assert_int_equal(l->api.readonly_socket_mode, 0640);
+    layout_free(l);
 
     CHECK_STRING("version: 1\nroot: var\npools: {state: {}}\n", { 2, 7, "root: expected an absolute path" });
+    /* Never a system tree, nor a directory others use (the part that
+     * needs the host, symlinks, is engine_check_host's). */
+    CHECK_STRING("version: 1\nroot: /\npools: {state: {}}\n", { 2, 7, "root: / cannot be layoutd's root" });
+    CHECK_STRING("version: 1\nroot: /etc\npools: {state: {}}\n", { 2, 7, "it is a system directory" });
+    CHECK_STRING("version: 1\nroot: /usr/lib/x\npools: {state: {}}\n", { 2, 7, "it is a system directory" });
+    CHECK_STRING("version: 1\nroot: /var/lib/\npools: {state: {}}\n", { 2, 7, "a directory others use too" });
+    CHECK_STRING(WS "  mount_root: /home\n", { 4, 15, "workspaces cannot be mounted below /home" });
+    CHECK_STRING(WS "  dir_mode: \"7777\"\n", { 4, 13, "setuid, setgid or sticky" });
+    CHECK_STRING(WS "  dir_mode: \"2750\"\n", { 4, 13, "setuid, setgid or sticky" });
+    CHECK_STRING(WS "  dir_mode: \"0777\"\n", { 4, 13, "world-writable" });
+    CHECK_STRING(WS "  workspaces: [{id: state-0}]\n", { 4, 21, "'state-0' is the name of a volume" });
+    l = parse_ok("version: 1\nroot: /var/lib/layoutd-2\npools: {state: {}}\nworkspace:\n"
+                 "  workspaces: [{id: state-x}, {id: content}]\n");
+    layout_free(l);
+    assert_true(layout_name_is_volume("state-0") && layout_name_is_volume("content-12"));
+    assert_false(layout_name_is_volume("state-") || layout_name_is_volume("state-0a") ||
+                 layout_name_is_volume("states-0") || layout_name_is_volume("ws-1"));
     CHECK_STRING("pools: {state: {}}\n", { 1, 1, "missing required key 'version'" });
     CHECK_STRING("version: 1\n", { 1, 1, "missing required key 'pools'" });
     CHECK_STRING("version: 1\npools: {state: {}, cache: {}}\n", { 2, 20, "unknown key 'cache' in pools" });

@@ -47,6 +47,7 @@ static void in_service(Case *c) {
     c->v->loop.node = strdup("/dev/loop7");
     c->v->mounted = c->v->mounted_ours = true;
     fixture_identify(c->v);
+    c->v->mount.options = strdup("rw,nosuid,nodev,relatime");
 }
 
 static void test_fresh(void **state) {
@@ -138,6 +139,18 @@ static void test_identity(void **state) {
     c->v->identity = mfree(c->v->identity);
     c->v->identity_error = EBADMSG;
     fixture_expect(c->l, c->s, c->o, "refuse", "identity-unreadable", true);
+}
+
+/* Mounted by an older layoutd without nosuid,nodev: said, not blocking. */
+static void test_drift_mount_flags(void **state) {
+    Case *c = *state;
+    in_service(c);
+    free(c->v->mount.options);
+    c->v->mount.options = strdup("rw,relatime");
+    fixture_expect(c->l, c->s, c->o, "drift", "mount-flags", false);
+    free(c->v->mount.options);
+    c->v->mount.options = strdup("rw,nosuid,relatime");
+    fixture_expect(c->l, c->s, c->o, "drift", "mount-flags", false);
 }
 
 static void test_refuse_not_ours(void **state) {
@@ -298,6 +311,7 @@ int main(void) {
         T(test_reattach_buffered),
         T(test_drift_mounted_elsewhere),
         T(test_identity),
+        T(test_drift_mount_flags),
         T(test_refuse_not_ours),
         T(test_refuse_uuid_changed),
         T(test_refuse_signature_lost),

@@ -48,6 +48,7 @@ static void in_service(Case *c) {
     fixture_probe(&c->v->fs_probe, &c->v->fs_probed, false, "xfs", "x-1");
     c->v->mounted = c->v->mounted_ours = true;
     fixture_identify(c->v);
+    c->v->mount.options = strdup("rw,nosuid,nodev,relatime");
     c->v->has_vdo_stats = true;
     c->v->vdo.has_message = true;
     c->v->vdo.logical_blocks = 4 * GIB / 4096;
