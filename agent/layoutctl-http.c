@@ -325,8 +325,11 @@ int client_report_error(const char *verb, const ClientArgs *a, const Reply *r) {
                 client_safe(1, code ?: "error"));
     else
         fprintf(stderr, "layoutctl %s: layoutd answered HTTP %ld\n", verb, r->status);
+    /* (The read-only socket refuses every change whoever asks: its own
+     * message says where changes go.) */
     char group[64];
-    if (r->status == 403 && streq_ptr(code, "forbidden") && socket_group(a->socket_path, group, sizeof group)) {
+    if (r->status == 403 && streq_ptr(code, "forbidden") && !(msg && strstr(msg, "api.readonly_socket")) &&
+        socket_group(a->socket_path, group, sizeof group)) {
         if (streq(group, "root") || streq(group, "0"))
             fprintf(stderr, "Only root may change anything: the socket %s belongs to group root (the layout's "
                             "api.group did not exist when the agent started).\n", a->socket_path);
