@@ -492,6 +492,19 @@ static size_t on_stream(char *ptr, size_t size, size_t nmemb, void *userdata) {
 
 int client_stream(const char *verb, const ClientArgs *a, const char *path, bool (*on_line)(const char *line, void *ud),
                   void *userdata) {
+    /* --wait given: an agent that is not there yet is waited for, as by
+     * client_call() (a stream is not retried once it ran). */
+    if (a->wait_given) {
+        usec_t deadline = now_usec(CLOCK_MONOTONIC) + a->wait;
+        unsigned tries = 0;
+        bool said = false;
+        while (transient_connect_error(diagnose_socket(a->socket_path)) && wait_more(deadline, &tries))
+            if (!said && !a->quiet) {
+                fprintf(stderr, "layoutctl %s: waiting up to %" PRIu64 "s for layoutd to answer on %s\n", verb,
+                        a->wait / USEC_PER_SEC, a->socket_path);
+                said = true;
+            }
+    }
     char errbuf[CURL_ERROR_SIZE] = "";
     struct curl_slist *headers = NULL;
     CURL *curl = request_new(a, "GET", path, NULL, &headers, errbuf);

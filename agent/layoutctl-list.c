@@ -145,7 +145,8 @@ static const Column workspace_columns[] = {
     { "DAEMON", "daemon.state", COLUMN_HEALTH, .help = "its FUSE daemon's state" },
     { "PID", "daemon.pid", COLUMN_COUNT, .help = "its FUSE daemon's pid" },
     { "RESTARTS", "daemon.restarts", COLUMN_COUNT, .help = "restarts of its daemon" },
-    { "MOUNTPOINT", "mountpoint", COLUMN_TEXT, .trunc = true, .help = "its FUSE mount" },
+    /* The mount point is what an operator goes to: labels give way first. */
+    { "MOUNTPOINT", "mountpoint", COLUMN_TEXT, .help = "its FUSE mount" },
     { "LABELS", "labels", COLUMN_LABELS, .trunc = true, .help = "labels" },
     { "QUOTA", "quota_bytes", COLUMN_SIZE, .hidden = true, .help = "quota (0: none)" },
     { "STATE-DIR", "state_dir", COLUMN_TEXT, .hidden = true, .trunc = true, .help = "its state directory" },
