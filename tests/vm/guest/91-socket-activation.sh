@@ -93,14 +93,14 @@ step "systemctl restart refuses no client (they wait in systemd's backlog)"
 loop=$!
 sleep 1
 systemctl restart $unit || fail "systemctl restart failed"
-sleep 1
+sleep 2
 touch restart.done
 wait $loop
 n=$(wc -l <codes.txt)
 refused=$(grep -c '^curl-exit-7$' codes.txt || true)
 other=$(grep -v '^200$' codes.txt | grep -vc '^curl-exit-7$' || true)
 log "RESULT restart_requests=$n refused=$refused cut_or_not_200=$other ($(sort codes.txt | uniq -c | tr '\n' ' '))"
-[ "$n" -ge 10 ] || fail "too few requests during the restart ($n)"
+[ "$n" -ge 5 ] || fail "too few requests during the restart ($n)"
 [ "$refused" -eq 0 ] || fail "$refused of $n connections were refused during systemctl restart"
 [ "$other" -le 1 ] || fail "$other of $n requests during systemctl restart were cut or not answered 200"
 [ "$(prop MainPID)" != "$pid0" ] || fail "the agent was not restarted"
@@ -114,7 +114,11 @@ systemctl stop $unit
 [ -d /proc/$d1 ] || fail "ws-1's daemon stopped with the agent (on_agent_stop: keep)"
 pid1=$(prop MainPID)
 st=$(curl -sS --max-time 120 --unix-socket $sock http://localhost/v1/status) || fail "no answer from a stopped agent's socket"
-[ "$(systemctl is-active $unit)" = active ] || fail "the connection did not start the stopped agent"
+# The agent answers reads while it starts: the unit is "activating" until
+# its READY=1.
+[ "$(systemctl is-active $unit)" != inactive ] || fail "the connection did not start the stopped agent"
+is_active() { [ "$(systemctl is-active $unit)" = active ]; }
+wait_for 120 "the activated agent to be ready" is_active
 log "answered by pid $(jq -r .pid <<<"$st") ($(jq -r .state <<<"$st"))"
 wait_for 60 "ws-1 running after the activation" ws_running ws-1
 [ "$(ws_pid ws-1)" = "$d1" ] || fail "ws-1's daemon was not re-adopted"
