@@ -712,7 +712,17 @@ int agent_api_start(Agent *a) {
         if (r < 0)
             return log_error_errno(r, "Failed to create %s: %m", dir);
     }
-    r = api_socket_open(path, c->socket_group, c->socket_mode, &fd, &gid);
+    /* Socket activation (layoutd.socket): systemd holds the socket while
+     * the agent restarts, so clients wait instead of being refused. */
+    bool activated = false;
+    r = api_socket_from_systemd(path, c->socket_group, c->socket_mode, &fd, &gid);
+    if (r == -EADDRNOTAVAIL)
+        log_warning("systemd passed sockets, none of them listening on %s: binding it here", path);
+    else if (r < 0)
+        return log_error_errno(r, "Failed to take the API socket %s from systemd: %m", path);
+    activated = r > 0;
+    if (!activated)
+        r = api_socket_open(path, c->socket_group, c->socket_mode, &fd, &gid);
     if (r < 0)
         return log_error_errno(r, "Failed to open the API socket %s: %m", path);
     if (c->socket_group && gid == GID_INVALID)
@@ -728,8 +738,10 @@ int agent_api_start(Agent *a) {
     if (r < 0)
         return log_error_errno(r, "Failed to start the API on %s: %m", path);
     a->socket_path = strdup(path);
-    a->socket_ino = socket_ino(path);
+    /* A socket systemd passed is systemd's: it stays when the agent goes
+     * (the next one is started on it), so it is never removed here. */
+    a->socket_ino = activated ? 0 : socket_ino(path);
     api_set_state(a->api, API_STATE_STARTING);
-    log_info("API listening on %s", path);
+    log_info("API listening on %s%s", path, activated ? " (the socket systemd passed)" : "");
     return agent_api_start_readonly(a, c, path);
 }

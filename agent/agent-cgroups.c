@@ -198,7 +198,9 @@ int agent_cgroups_start(Agent *a) {
         c->reason = strdup(why);
         log_notice("Workspaces run without cgroups of their own (no per-workspace limits or figures): %s", why);
     } else
-        log_info("Each workspace's daemon runs in its own systemd scope in layoutd.slice");
+        log_info("Each workspace's daemon runs in its own systemd scope in layoutd.slice%s",
+                 scope_manager_uses_private_bus(c->scopes) ? " (asked for on systemd's private socket: no system bus)"
+                                                           : "");
     if (!cgroup_unified())
         return 0; /* nothing to read either */
     r = sd_event_add_time_relative(a->event, &c->timer, CLOCK_MONOTONIC, 2 * USEC_PER_SEC, USEC_PER_SEC,

@@ -2,8 +2,8 @@
 /*
  * The agent's view of its volumes: the cached observation that every GET
  * is served from. It is refreshed by an observe worker (never on the
- * loop), coalesced to one at a time: when mountinfo changes (EPOLLPRI on
- * /proc/self/mountinfo) or udev reports a block device event (added,
+ * loop), coalesced to one at a time: when the mount table changes
+ * (libmount's monitor, mount-monitor.h) or udev reports a block device event (added,
  * changed, removed: a loop or dm device going away under us), both
  * debounced; after volume jobs (which bring their own observation); and
  * on a timer. Health is assessed from it, and a
@@ -16,6 +16,7 @@
 #include "agent.h"
 #include "block-monitor.h"
 #include "log.h"
+#include "mount-monitor.h"
 #include "util.h"
 #include "volume-report.h"
 
@@ -262,7 +263,7 @@ static int on_observe_timer(sd_event_source *s, uint64_t usec, void *userdata) {
     return 0;
 }
 
-static int on_mountinfo(sd_event_source *s, int fd, uint32_t revents, void *userdata) {
+static void on_mounts_changed(void *userdata) {
     Agent *a = userdata;
     /* A burst of mounts (daemons starting) is one refresh: the timer is
      * pulled in, not added to. */
@@ -273,13 +274,12 @@ static int on_mountinfo(sd_event_source *s, int fd, uint32_t revents, void *user
         (void) sd_event_source_set_time(a->observe_timer, soon);
         (void) sd_event_source_set_enabled(a->observe_timer, SD_EVENT_ONESHOT);
     }
-    return 0;
 }
 
 static int on_block_event(sd_event_source *s, int fd, uint32_t revents, void *userdata) {
     Agent *a = userdata;
     if (block_monitor_drain(a->block_monitor) > 0)
-        (void) on_mountinfo(s, fd, revents, a); /* the same debounced refresh */
+        on_mounts_changed(a); /* the same debounced refresh */
     return 0;
 }
 
@@ -293,18 +293,14 @@ int agent_volumes_watch(Agent *a) {
         sd_event_add_io(a->event, &a->block_source, block_monitor_fd(a->block_monitor), EPOLLIN, on_block_event,
                         a) < 0)
         a->block_monitor = block_monitor_free(a->block_monitor);
-    /* mountinfo signals a change with EPOLLPRI (proc(5)): no polling. */
-    a->mountinfo_fd = open("/proc/self/mountinfo", O_RDONLY | O_CLOEXEC);
-    if (a->mountinfo_fd < 0)
-        return -errno;
-    return sd_event_add_io(a->event, &a->mountinfo_source, a->mountinfo_fd, EPOLLPRI, on_mountinfo, a);
+    /* The kernel says when the mount table changed: no polling. */
+    return mount_monitor_new(a->event, on_mounts_changed, a, &a->mount_monitor);
 }
 
 void agent_volumes_unwatch(Agent *a) {
     a->observe_timer = sd_event_source_disable_unref(a->observe_timer);
-    a->mountinfo_source = sd_event_source_disable_unref(a->mountinfo_source);
+    a->mount_monitor = mount_monitor_free(a->mount_monitor);
     a->block_source = sd_event_source_disable_unref(a->block_source);
     a->block_monitor = block_monitor_free(a->block_monitor);
-    a->mountinfo_fd = safe_close(a->mountinfo_fd);
     a->observer = worker_free(a->observer);
 }

@@ -28,7 +28,6 @@ int agent_new(const AgentOptions *o, Agent **ret) {
     if (!a)
         return log_error_errno(ENOMEM, "Out of memory");
     a->options = *o;
-    a->mountinfo_fd = -EBADF;
     a->started_mono = now_usec(CLOCK_MONOTONIC);
 
     /* The same lock layoutctl's changing verbs take: while the agent runs

@@ -128,10 +128,9 @@ typedef struct Agent {
     uint64_t job_seq;            /* counts ended volume jobs */
     uint64_t observe_start_seq;  /* job_seq when the running refresh started */
     sd_event_source *observe_timer;
-    sd_event_source *mountinfo_source;
+    struct MountMonitor *mount_monitor; /* the mount table's changes */
     struct BlockMonitor *block_monitor; /* udev block events, when udevd runs */
     sd_event_source *block_source;
-    int mountinfo_fd;
 
     Supervisor *supervisor;
     Api *api;

@@ -21,8 +21,33 @@ static void verb_usage(const EngineVerb *v, FILE *f) {
             v->name, v->synopsis, v->description, v->options_help, ENGINE_DEFAULT_LAYOUT_DIR, v->exit_help);
 }
 
+/* With --detailed-exitcode, 2 means "changes": a usage error is 1 then
+ * (as Terraform has it), so that 2 never means two things. */
+static int usage_exit(const EngineVerbOptions *o, int ec) {
+    return o->detailed_exitcode && ec == LAYOUTCTL_EXIT_USAGE ? LAYOUTCTL_EXIT_FAILURE : ec;
+}
+
+/* What apply would do: an action step, or a refusal (which apply would
+ * report as a failure, so it is a change from "nothing to do" too). */
+static bool plan_has_changes(const Plan *p) {
+    for (size_t i = 0; i < p->n_steps; i++)
+        if (plan_step_kind_is_action(p->steps[i].kind) || p->steps[i].blocks)
+            return true;
+    return false;
+}
+
 int engine_verb_main(const EngineVerb *v, int argc, char **argv, const LayoutctlGlobals *g) {
-    enum { OPT_JSON = 0x100, OPT_LAYOUT, OPT_ROOT, OPT_DESTROY, OPT_LAZY, OPT_FORGET, OPT_REMOVE_WS, OPT_DRY_RUN };
+    enum {
+        OPT_JSON = 0x100,
+        OPT_LAYOUT,
+        OPT_ROOT,
+        OPT_DESTROY,
+        OPT_LAZY,
+        OPT_FORGET,
+        OPT_REMOVE_WS,
+        OPT_DRY_RUN,
+        OPT_DETAILED,
+    };
     static const struct option all[] = {
         { "layout", required_argument, NULL, OPT_LAYOUT },
         { "root", required_argument, NULL, OPT_ROOT },
@@ -33,6 +58,7 @@ int engine_verb_main(const EngineVerb *v, int argc, char **argv, const Layoutctl
         { "forget-missing", no_argument, NULL, OPT_FORGET },
         { "remove-workspaces", no_argument, NULL, OPT_REMOVE_WS },
         { "dry-run", no_argument, NULL, OPT_DRY_RUN },
+        { "detailed-exitcode", no_argument, NULL, OPT_DETAILED },
         {},
     };
     /* The common four, then only the flags this verb takes. */
@@ -44,13 +70,15 @@ int engine_verb_main(const EngineVerb *v, int argc, char **argv, const Layoutctl
                         : all[i].val == OPT_FORGET    ? ENGINE_VERB_FORGET_MISSING
                         : all[i].val == OPT_REMOVE_WS ? ENGINE_VERB_REMOVE_WORKSPACES
                         : all[i].val == OPT_DRY_RUN   ? ENGINE_VERB_DRY_RUN
+                        : all[i].val == OPT_DETAILED  ? ENGINE_VERB_DETAILED_EXITCODE
                                                       : 0;
         if (!need || (v->flags & need))
             options[n++] = all[i];
     }
     EngineVerbOptions o = { .json = g->json };
     int c;
-    while ((c = getopt_long(argc, argv, "h", options, NULL)) >= 0)
+    opterr = 0;
+    while ((c = getopt_long(argc, argv, ":h", options, NULL)) >= 0)
         switch (c) {
         case OPT_LAYOUT:
             o.layout = optarg;
@@ -76,26 +104,23 @@ int engine_verb_main(const EngineVerb *v, int argc, char **argv, const Layoutctl
         case OPT_DRY_RUN:
             o.dry_run = true;
             break;
+        case OPT_DETAILED:
+            o.detailed_exitcode = true;
+            break;
         case 'h':
             verb_usage(v, stdout);
             return LAYOUTCTL_EXIT_OK;
         default:
-            verb_usage(v, stderr);
-            return LAYOUTCTL_EXIT_USAGE;
+            return usage_exit(&o, layoutctl_option_error(v->name, argv, options, c));
         }
-    if (optind < argc) {
-        verb_usage(v, stderr);
-        return LAYOUTCTL_EXIT_USAGE;
-    }
-    if (o.remove_workspaces && !o.destroy_data) {
-        fprintf(stderr, "layoutctl %s: --remove-workspaces destroys the workspaces' data: it needs --destroy-data\n",
-                v->name);
-        return LAYOUTCTL_EXIT_USAGE;
-    }
-    if (o.root && o.root[0] != '/') {
-        fprintf(stderr, "layoutctl: bad --root %s (it must be absolute)\n", o.root);
-        return LAYOUTCTL_EXIT_USAGE;
-    }
+    if (optind < argc)
+        return usage_exit(&o, layoutctl_usage_error(v->name, "unexpected argument '%s'", argv[optind]));
+    if (o.remove_workspaces && !o.destroy_data)
+        return layoutctl_usage_error(v->name, "--remove-workspaces destroys the workspaces' data: it needs --destroy-data");
+    if (o.lazy && o.dry_run)
+        return layoutctl_usage_error(v->name, "--lazy changes how a busy mount is detached; --dry-run detaches nothing");
+    if (o.root && o.root[0] != '/')
+        return usage_exit(&o, layoutctl_usage_error(v->name, "bad --root %s (it must be absolute)", o.root));
 
     /* A dry run changes nothing, but it takes the lock all the same: what
      * it prints must be what a run would do, not what an agent is
@@ -123,5 +148,7 @@ int engine_verb_main(const EngineVerb *v, int argc, char **argv, const Layoutctl
     printf("%s%s", text ?: "", o.json ? "\n" : "");
     if (o.refused)
         return LAYOUTCTL_EXIT_FAILURE;
+    if (plan && o.detailed_exitcode && plan_has_changes(plan))
+        return LAYOUTCTL_EXIT_CHANGES;
     return !res || apply_result_ok(res) ? LAYOUTCTL_EXIT_OK : LAYOUTCTL_EXIT_FAILURE;
 }

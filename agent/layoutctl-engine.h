@@ -18,6 +18,7 @@ typedef enum EngineVerbFlag {
     ENGINE_VERB_FORGET_MISSING = 1u << 2, /* --forget-missing */
     ENGINE_VERB_REMOVE_WORKSPACES = 1u << 3, /* --remove-workspaces */
     ENGINE_VERB_DRY_RUN = 1u << 4,       /* --dry-run */
+    ENGINE_VERB_DETAILED_EXITCODE = 1u << 5, /* --detailed-exitcode */
 } EngineVerbFlag;
 
 typedef struct EngineVerbOptions {
@@ -29,6 +30,7 @@ typedef struct EngineVerbOptions {
     bool forget_missing;
     bool remove_workspaces;
     bool dry_run;
+    bool detailed_exitcode;     /* plan: exit 2 when there are changes */
     bool refused;               /* set by run: a printed plan refuses (exit 1) */
 } EngineVerbOptions;
 

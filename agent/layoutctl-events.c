@@ -4,6 +4,7 @@
 #include <stdio.h>
 #include <time.h>
 
+#include "escape.h"
 #include "layoutctl-http.h"
 #include "util.h"
 
@@ -21,7 +22,7 @@ static int set_since(const char *arg, void *userdata) {
     errno = 0;
     unsigned long long v = strtoull(arg, &end, 10);
     if (errno || *end || !*arg || *arg == '-') {
-        fprintf(stderr, "layoutctl events: --since wants an event sequence number, got '%s'\n", arg);
+        layoutctl_usage_error("events", "--since wants an event sequence number, got '%s'", client_safe(0, arg));
         return -EINVAL;
     }
     e->since = v;
@@ -35,7 +36,7 @@ static int set_count(const char *arg, void *userdata) {
     errno = 0;
     unsigned long v = strtoul(arg, &end, 10);
     if (errno || *end || !*arg || v == 0 || v > UINT32_MAX) {
-        fprintf(stderr, "layoutctl events: --count wants a positive number, got '%s'\n", arg);
+        layoutctl_usage_error("events", "--count wants a positive number, got '%s'", client_safe(0, arg));
         return -EINVAL;
     }
     e->count = (unsigned) v;
@@ -46,7 +47,8 @@ static int set_count(const char *arg, void *userdata) {
 static bool on_event(const char *line, void *userdata) {
     EventsArgs *e = userdata;
     if (e->json) {
-        puts(line);
+        _cleanup_free_ char *safe = json_text_make_safe(line);
+        puts(safe ?: line);
         fflush(stdout);
     } else {
         json_object *o = json_tokener_parse(line);
@@ -59,11 +61,11 @@ static bool on_event(const char *line, void *userdata) {
         if (localtime_r(&sec, &tm))
             strftime(when, sizeof when, "%H:%M:%S", &tm);
         printf("%s.%03d  #%-5" PRIu64 " %s%-18s%s", when, (int) ((t - (double) sec) * 1000), juint(o, "seq"), C_BOLD,
-               jstr(o, "type") ?: "?", C_RESET);
+               client_safe(0, jstr(o, "type") ?: "?"), C_RESET);
         json_object_object_foreach(o, k, v) {
             if (STR_IN_SET(k, "seq", "time", "type"))
                 continue;
-            printf(" %s=%s", k, v ? json_object_get_string(v) : "-");
+            printf(" %s=%s", client_safe(0, k), v ? client_safe(1, json_object_get_string(v)) : "-");
         }
         putchar('\n');
         fflush(stdout);
@@ -74,7 +76,7 @@ static bool on_event(const char *line, void *userdata) {
 
 int layoutctl_events(int argc, char **argv, const LayoutctlGlobals *g) {
     static const char usage[] =
-        "Usage: layoutctl events [--since N] [--count N] [--json] [--socket PATH]\n"
+        "Usage: layoutctl events [--since N] [--count N] [--json] [--socket PATH] [--wait SEC]\n"
         "\n"
         "Follows the agent's events as they happen: workspace state changes, volume\n"
         "health changes, carves, reloads, operations. Each has a sequence number;\n"

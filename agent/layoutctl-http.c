@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 /* HTTP to the agent's API over its Unix socket (libcurl); see layoutctl-http.h. */
 #include <getopt.h>
+#include <grp.h>
 #include <inttypes.h>
 #include <stdio.h>
 #include <sys/socket.h>
@@ -10,6 +11,7 @@
 
 #include <curl/curl.h>
 
+#include "escape.h"
 #include "layout.h"
 #include "layoutctl-http.h"
 #include "util.h"
@@ -31,14 +33,33 @@ const char *client_color(const char *code) {
     return use_color ? code : "";
 }
 
-const char *client_health_color(const char *s) {
+bool client_use_color(void) {
+    return use_color;
+}
+
+const char *client_health_color_name(const char *s) {
     if (!s)
         return NULL;
     if (STR_IN_SET(s, "ok", "running", "ready", "up", "succeeded"))
-        return C_GREEN;
-    if (STR_IN_SET(s, "starting", "stopping", "restarting", "backoff", "degraded", "warning"))
-        return C_YELLOW;
-    return C_RED;
+        return "green";
+    if (STR_IN_SET(s, "starting", "stopping", "restarting", "backoff", "degraded", "warning", "blocked"))
+        return "yellow";
+    return "red";
+}
+
+const char *client_health_color(const char *s) {
+    const char *n = client_health_color_name(s);
+    return !n ? NULL : streq(n, "green") ? C_GREEN : streq(n, "yellow") ? C_YELLOW : C_RED;
+}
+
+const char *client_safe(unsigned slot, const char *s) {
+    static char *buf[4];
+    if (!s)
+        return NULL;
+    slot %= ELEMENTSOF(buf);
+    free(buf[slot]);
+    buf[slot] = str_escape_terminal(s);
+    return buf[slot] ?: "?";
 }
 
 void reply_done(Reply *r) {
@@ -107,20 +128,61 @@ static int diagnose_socket(const char *path) {
     return 0;
 }
 
-static int transport_failure(const char *verb, const ClientArgs *a, CURLcode cc, const char *errbuf, bool overflow) {
+/* The socket's group, for messages: its name, or its number; false when
+ * the socket cannot be looked at (a directory on the way is closed). */
+static bool socket_group(const char *path, char *buf, size_t n) {
+    struct stat st;
+    snprintf(buf, n, "?");
+    if (stat(path, &st) < 0)
+        return false;
+    char tmp[4096];
+    struct group grp, *g = NULL;
+    if (getgrgid_r(st.st_gid, &grp, tmp, sizeof tmp, &g) == 0 && g)
+        snprintf(buf, n, "%s", g->gr_name);
+    else
+        snprintf(buf, n, "%u", (unsigned) st.st_gid);
+    return true;
+}
+
+/* What an operator does about an agent that is not there. */
+static void not_running_hint(void) {
+    fprintf(stderr, "Start it with 'systemctl start layoutd'; 'journalctl -u layoutd' says why it stopped.\n");
+}
+
+/* Connection failures are either "not there (yet)" (-ENOENT,
+ * -ECONNREFUSED: worth waiting for) or final. */
+static bool transient_connect_error(int r) {
+    return r == -ENOENT || r == -ECONNREFUSED;
+}
+
+static int transport_failure(const char *verb, const ClientArgs *a, CURLcode cc, const char *errbuf, bool overflow,
+                             int diagnosed) {
+    if (a->quiet)
+        return cc != CURLE_COULDNT_CONNECT ? LAYOUTCTL_EXIT_FAILURE
+               : diagnosed == -EACCES || diagnosed == -EPERM ? LAYOUTCTL_EXIT_FAILURE
+                                                               : LAYOUTCTL_EXIT_UNREACHABLE;
     if (cc == CURLE_COULDNT_CONNECT) {
-        int r = diagnose_socket(a->socket_path);
+        int r = diagnosed;
         if (r == -ENOENT) {
             fprintf(stderr, "layoutctl %s: layoutd is not running (no socket at %s)\n", verb, a->socket_path);
+            not_running_hint();
             return LAYOUTCTL_EXIT_UNREACHABLE;
         }
         if (r == -ECONNREFUSED) {
             fprintf(stderr, "layoutctl %s: layoutd is not running (nothing listens on %s)\n", verb, a->socket_path);
+            not_running_hint();
             return LAYOUTCTL_EXIT_UNREACHABLE;
         }
         if (r == -EACCES || r == -EPERM) {
-            fprintf(stderr, "layoutctl %s: permission denied on %s (root or the socket's group can connect)\n", verb,
-                    a->socket_path);
+            char group[64];
+            if (socket_group(a->socket_path, group, sizeof group))
+                fprintf(stderr,
+                        "layoutctl %s: permission denied on %s: connecting needs root or membership in its group "
+                        "'%s' ('usermod -aG %s USER', then log in again)\n",
+                        verb, a->socket_path, group, group);
+            else
+                fprintf(stderr, "layoutctl %s: permission denied on %s: a directory on its path is closed to you\n",
+                        verb, a->socket_path);
             return LAYOUTCTL_EXIT_FAILURE;
         }
         fprintf(stderr, "layoutctl %s: cannot connect to layoutd at %s: %s\n", verb, a->socket_path,
@@ -160,15 +222,13 @@ static CURL *request_new(const ClientArgs *a, const char *method, const char *pa
     return curl;
 }
 
-int client_call(const char *verb, const ClientArgs *a, const char *method, const char *path, json_object *body,
-                Reply *ret) {
-    char errbuf[CURL_ERROR_SIZE] = "";
+/* One try: 0 with *ret, or <0 with *ret_cc and *ret_overflow set. */
+static int call_once(const ClientArgs *a, const char *method, const char *path, json_object *body, Reply *ret,
+                     CURLcode *ret_cc, char *errbuf, bool *ret_overflow) {
     struct curl_slist *headers = NULL;
     CURL *curl = request_new(a, method, path, body, &headers, errbuf);
-    if (!curl) {
-        fprintf(stderr, "layoutctl %s: cannot initialise libcurl\n", verb);
-        return LAYOUTCTL_EXIT_FAILURE;
-    }
+    if (!curl)
+        return -ENOMEM;
     Buffer b = {};
     curl_easy_setopt(curl, CURLOPT_WRITEFUNCTION, on_body);
     curl_easy_setopt(curl, CURLOPT_WRITEDATA, &b);
@@ -184,7 +244,9 @@ int client_call(const char *verb, const ClientArgs *a, const char *method, const
     if (cc != CURLE_OK) {
         free(b.data);
         free(b.location);
-        return transport_failure(verb, a, cc, errbuf, b.overflow);
+        *ret_cc = cc;
+        *ret_overflow = b.overflow;
+        return -EIO;
     }
     Reply r = { .status = status, .raw = b.data ?: strdup(""), .location = b.location };
     if (r.raw && r.raw[0])
@@ -193,21 +255,96 @@ int client_call(const char *verb, const ClientArgs *a, const char *method, const
     return 0;
 }
 
+/* Sleeps until the next try: short at first (an agent that is about to
+ * answer), then a second at a time. Returns false when the deadline is
+ * past. */
+static bool wait_more(usec_t deadline, unsigned *tries) {
+    usec_t now = now_usec(CLOCK_MONOTONIC);
+    if (now >= deadline)
+        return false;
+    usec_t d = MIN((usec_t) (100 * USEC_PER_MSEC) << MIN(*tries, 3u), USEC_PER_SEC);
+    (*tries)++;
+    usleep((useconds_t) MIN(d, deadline - now));
+    return true;
+}
+
+int client_call(const char *verb, const ClientArgs *a, const char *method, const char *path, json_object *body,
+                Reply *ret) {
+    usec_t deadline = now_usec(CLOCK_MONOTONIC) + a->wait;
+    bool said_starting = false, said_absent = false;
+    unsigned tries = 0;
+    for (;;) {
+        char errbuf[CURL_ERROR_SIZE] = "";
+        CURLcode cc = CURLE_OK;
+        bool overflow = false;
+        Reply r = {};
+        int k = call_once(a, method, path, body, &r, &cc, errbuf, &overflow);
+        if (k == -ENOMEM) {
+            fprintf(stderr, "layoutctl %s: cannot initialise libcurl\n", verb);
+            return LAYOUTCTL_EXIT_FAILURE;
+        }
+        if (k < 0) {
+            int diagnosed = cc == CURLE_COULDNT_CONNECT ? diagnose_socket(a->socket_path) : 0;
+            if (a->wait_given && cc == CURLE_COULDNT_CONNECT && transient_connect_error(diagnosed) &&
+                wait_more(deadline, &tries)) {
+                if (!said_absent && !a->json && !a->quiet)
+                    fprintf(stderr, "layoutctl %s: waiting up to %" PRIu64 "s for layoutd to answer on %s\n", verb,
+                            a->wait / USEC_PER_SEC, a->socket_path);
+                said_absent = true;
+                continue;
+            }
+            return transport_failure(verb, a, cc, errbuf, overflow, diagnosed);
+        }
+        /* A starting agent serves reads, and answers changes with 503
+         * not_ready until its volumes are up: a change waits for it. */
+        if (a->changes && r.status == 503 && streq_ptr(jstr(jget(r.json, "error"), "code"), "not_ready")) {
+            if (wait_more(deadline, &tries)) {
+                if (!said_starting && !a->quiet)
+                    fprintf(stderr, "layoutctl %s: layoutd is starting; waiting up to %" PRIu64 "s for it (--wait)\n",
+                            verb, a->wait / USEC_PER_SEC);
+                said_starting = true;
+                reply_done(&r);
+                continue;
+            }
+            if ((said_starting || a->wait > 0) && !a->quiet)
+                fprintf(stderr, "layoutctl %s: layoutd is still starting after %" PRIu64 "s (--wait SEC waits longer)\n",
+                        verb, a->wait / USEC_PER_SEC);
+        }
+        *ret = r;
+        return 0;
+    }
+}
+
 int client_report_error(const char *verb, const ClientArgs *a, const Reply *r) {
     json_object *e = jget(r->json, "error");
     const char *code = jstr(e, "code"), *msg = jstr(e, "message");
     if (a->json && r->json)
         client_print_raw(r); /* scripts read the API's error object on stdout */
     if (msg)
-        fprintf(stderr, "layoutctl %s: %s (HTTP %ld, %s)\n", verb, msg, r->status, code ?: "error");
+        fprintf(stderr, "layoutctl %s: %s (HTTP %ld, %s)\n", verb, client_safe(0, msg), r->status,
+                client_safe(1, code ?: "error"));
     else
         fprintf(stderr, "layoutctl %s: layoutd answered HTTP %ld\n", verb, r->status);
-    return LAYOUTCTL_EXIT_FAILURE;
+    /* (The read-only socket refuses every change whoever asks: its own
+     * message says where changes go.) */
+    char group[64];
+    if (r->status == 403 && streq_ptr(code, "forbidden") && !(msg && strstr(msg, "api.readonly_socket")) &&
+        socket_group(a->socket_path, group, sizeof group)) {
+        if (streq(group, "root") || streq(group, "0"))
+            fprintf(stderr, "Only root may change anything: the socket %s belongs to group root (the layout's "
+                            "api.group did not exist when the agent started).\n", a->socket_path);
+        else
+            fprintf(stderr, "Changes need root or membership in the socket's group '%s' (%s): "
+                            "'usermod -aG %s USER', then log in again.\n", group, a->socket_path, group);
+    }
+    return r->status == 404 && streq_ptr(code, "not_found") ? LAYOUTCTL_EXIT_NOT_FOUND : LAYOUTCTL_EXIT_FAILURE;
 }
 
 void client_print_raw(const Reply *r) {
-    fputs(r->raw ?: "", stdout);
-    if (r->raw && r->raw[0] && r->raw[strlen(r->raw) - 1] != '\n')
+    _cleanup_free_ char *safe = json_text_make_safe(r->raw ?: "");
+    const char *t = safe ?: "";
+    fputs(t, stdout);
+    if (t[0] && t[strlen(t) - 1] != '\n')
         putchar('\n');
 }
 
@@ -355,6 +492,19 @@ static size_t on_stream(char *ptr, size_t size, size_t nmemb, void *userdata) {
 
 int client_stream(const char *verb, const ClientArgs *a, const char *path, bool (*on_line)(const char *line, void *ud),
                   void *userdata) {
+    /* --wait given: an agent that is not there yet is waited for, as by
+     * client_call() (a stream is not retried once it ran). */
+    if (a->wait_given) {
+        usec_t deadline = now_usec(CLOCK_MONOTONIC) + a->wait;
+        unsigned tries = 0;
+        bool said = false;
+        while (transient_connect_error(diagnose_socket(a->socket_path)) && wait_more(deadline, &tries))
+            if (!said && !a->quiet) {
+                fprintf(stderr, "layoutctl %s: waiting up to %" PRIu64 "s for layoutd to answer on %s\n", verb,
+                        a->wait / USEC_PER_SEC, a->socket_path);
+                said = true;
+            }
+    }
     char errbuf[CURL_ERROR_SIZE] = "";
     struct curl_slist *headers = NULL;
     CURL *curl = request_new(a, "GET", path, NULL, &headers, errbuf);
@@ -372,7 +522,8 @@ int client_stream(const char *verb, const ClientArgs *a, const char *path, bool 
     if (s.stop)
         return LAYOUTCTL_EXIT_OK;
     if (cc != CURLE_OK)
-        return transport_failure(verb, a, cc, errbuf, false);
+        return transport_failure(verb, a, cc, errbuf, false,
+                                 cc == CURLE_COULDNT_CONNECT ? diagnose_socket(a->socket_path) : 0);
     if (status != 200) {
         fprintf(stderr, "layoutctl %s: layoutd answered HTTP %ld\n", verb, status);
         return LAYOUTCTL_EXIT_FAILURE;
@@ -422,28 +573,41 @@ bool jbool(json_object *o, const char *path) {
 enum {
     OPT_JSON = 0x100,
     OPT_SOCKET,
-    OPT_NO_LEGEND,
-    OPT_BYTES,
+    OPT_WAIT,
     OPT_NO_WAIT,
     OPT_EXTRA = 0x200,
 };
 
+static int parse_wait(const char *verb, const char *arg, usec_t *ret) {
+    char *end;
+    errno = 0;
+    double v = strtod(arg, &end);
+    if (errno || end == arg || *end || !(v >= 0) || v > 86400)
+        return layoutctl_usage_error(verb, "--wait wants seconds (0 to 86400), got '%s'", client_safe(0, arg));
+    *ret = (usec_t) (v * USEC_PER_SEC);
+    return 0;
+}
+
 int client_parse(int argc, char **argv, const LayoutctlGlobals *g, unsigned sets, const ClientExtraOption *extra,
                  size_t n_extra, void *userdata, int n_args, const char *usage, ClientOptions *ret) {
-    struct option options[32] = {
+    struct option options[40] = {
         { "json", no_argument, NULL, OPT_JSON },
         { "socket", required_argument, NULL, OPT_SOCKET },
+        { "wait", required_argument, NULL, OPT_WAIT },
         { "help", no_argument, NULL, 'h' },
     };
-    size_t n = 3;
-    const char *shortopts = "h";
+    size_t n = 4;
+    const char *shortopts = ":h";
     if (sets & CLIENT_OPT_LIST) {
         options[n++] = (struct option) { "output", required_argument, NULL, 'o' };
-        options[n++] = (struct option) { "no-legend", no_argument, NULL, OPT_NO_LEGEND };
-        options[n++] = (struct option) { "bytes", no_argument, NULL, OPT_BYTES };
-        shortopts = "ho:";
+        options[n++] = (struct option) { "noheadings", no_argument, NULL, 'n' };
+        options[n++] = (struct option) { "no-legend", no_argument, NULL, 'n' };
+        options[n++] = (struct option) { "raw", no_argument, NULL, 'r' };
+        options[n++] = (struct option) { "pairs", no_argument, NULL, 'P' };
+        options[n++] = (struct option) { "bytes", no_argument, NULL, 'b' };
+        shortopts = ":ho:nrPJb";
     }
-    if (sets & CLIENT_OPT_WAIT)
+    if (sets & CLIENT_OPT_OPERATION)
         options[n++] = (struct option) { "no-wait", no_argument, NULL, OPT_NO_WAIT };
     for (size_t i = 0; i < n_extra && n + 1 < ELEMENTSOF(options); i++) {
         options[n] = extra[i].opt;
@@ -451,9 +615,16 @@ int client_parse(int argc, char **argv, const LayoutctlGlobals *g, unsigned sets
     }
     options[n] = (struct option) {};
 
+    const char *verb = argv[0];
     *ret = (ClientOptions) {};
     client_init(&ret->args, g);
+    ret->args.verb = verb;
+    ret->args.changes = sets & CLIENT_OPT_CHANGES;
+    ret->args.wait = ret->args.changes ? CLIENT_READY_WAIT_SEC * USEC_PER_SEC : 0;
+    ret->table.name = verb;
+    bool json_table = false;
     int c;
+    opterr = 0;
     while ((c = getopt_long(argc, argv, shortopts, options, NULL)) >= 0)
         switch (c) {
         case OPT_JSON:
@@ -462,14 +633,28 @@ int client_parse(int argc, char **argv, const LayoutctlGlobals *g, unsigned sets
         case OPT_SOCKET:
             ret->args.socket_path = optarg;
             break;
+        case OPT_WAIT:
+            if (parse_wait(verb, optarg, &ret->args.wait) != 0)
+                return LAYOUTCTL_EXIT_USAGE;
+            ret->args.wait_given = true;
+            break;
         case 'o':
-            ret->columns = optarg;
+            ret->table.columns = optarg;
             break;
-        case OPT_NO_LEGEND:
-            ret->no_legend = true;
+        case 'n':
+            ret->table.noheadings = true;
             break;
-        case OPT_BYTES:
-            ret->bytes = true;
+        case 'r':
+            ret->table.raw = true;
+            break;
+        case 'P':
+            ret->table.pairs = true;
+            break;
+        case 'J':
+            json_table = true;
+            break;
+        case 'b':
+            ret->table.bytes = true;
             break;
         case OPT_NO_WAIT:
             ret->no_wait = true;
@@ -477,19 +662,29 @@ int client_parse(int argc, char **argv, const LayoutctlGlobals *g, unsigned sets
         case 'h':
             fputs(usage, stdout);
             return -1;
+        case '?':
+        case ':':
+            return layoutctl_option_error(verb, argv, options, c);
         default:
             if (c >= OPT_EXTRA && (size_t) (c - OPT_EXTRA) < n_extra) {
                 if (extra[c - OPT_EXTRA].handle(optarg, userdata) < 0)
                     return LAYOUTCTL_EXIT_USAGE;
                 break;
             }
-            fputs(usage, stderr);
-            return LAYOUTCTL_EXIT_USAGE;
+            return layoutctl_option_error(verb, argv, options, '?');
         }
+    /* -J (and --json with -o) is the table as JSON; --json alone is the
+     * API's answer as is. */
+    if (json_table || (ret->args.json && ret->table.columns))
+        ret->args.json = ret->table.json = true;
+    if (!ret->table.columns)
+        ret->table.json = false;
+    if ((sets & CLIENT_OPT_LIST) && ret->table.raw + ret->table.pairs + ret->table.json > 1)
+        return layoutctl_usage_error(verb, "-r, -P and -J are different outputs: pick one");
     if (argc - optind != n_args) {
-        fprintf(stderr, "layoutctl %s: expected %d argument%s\n", argv[0], n_args, n_args == 1 ? "" : "s");
-        fputs(usage, stderr);
-        return LAYOUTCTL_EXIT_USAGE;
+        if (argc - optind > n_args)
+            return layoutctl_usage_error(verb, "unexpected argument '%s'", client_safe(0, argv[optind + n_args]));
+        return layoutctl_usage_error(verb, "expected %d argument%s", n_args, n_args == 1 ? "" : "s");
     }
     return 0;
 }

@@ -13,7 +13,9 @@
 #include <json-c/json.h>
 
 #include "layout.h"
+#include "layoutctl-cols.h"
 #include "layoutctl.h"
+#include "macro.h"
 
 typedef struct Reply {
     long status;
@@ -28,23 +30,40 @@ void reply_done(Reply *r);
 typedef struct ClientArgs {
     bool json;
     const char *socket_path;
+    const char *verb;            /* for messages: "add" */
+    usec_t wait;                 /* --wait: how long to wait for the agent */
+    bool wait_given;             /* --wait was on the command line: also wait
+                                    for an agent that is not there yet */
+    bool changes;                /* the verb changes something: wait for a
+                                    starting agent to be ready (503 not_ready) */
+    bool quiet;                  /* print nothing on a transport failure */
 } ClientArgs;
 
 void client_init(ClientArgs *a, const LayoutctlGlobals *g);
 /* Colour on a terminal unless NO_COLOR: the escape or "". */
 const char *client_color(const char *code);
+bool client_use_color(void);
 #define C_BOLD client_color("\033[1m")
 #define C_GREEN client_color("\033[32m")
 #define C_RED client_color("\033[31m")
 #define C_YELLOW client_color("\033[33m")
 #define C_RESET client_color("\033[0m")
-/* The colour of a health or state word. */
+/* The colour of a health or state word: its escape, or (for libsmartcols)
+ * its name. */
 const char *client_health_color(const char *s);
+const char *client_health_color_name(const char *s);
+
+/* s escaped for the terminal (escape.h) in a buffer that lives until the
+ * next call with the same slot (0..3): for printf of API strings. NULL
+ * stays NULL. */
+const char *client_safe(unsigned slot, const char *s);
 
 /*
  * One request. On a transport failure prints the reason and returns the
  * exit code (3: layoutd not reachable, 1: other); on any HTTP answer
- * returns 0 with *ret filled (the caller looks at the status).
+ * returns 0 with *ret filled (the caller looks at the status). Waits, up
+ * to a->wait, for a starting agent (a change answered 503 not_ready) and,
+ * when --wait was given, for one that does not answer yet.
  */
 int client_call(const char *verb, const ClientArgs *a, const char *method, const char *path, json_object *body,
                 Reply *ret);
@@ -54,10 +73,12 @@ int client_call(const char *verb, const ClientArgs *a, const char *method, const
 int client_get(const char *verb, const ClientArgs *a, const char *path, Reply *ret);
 
 /* Reports an API error answer (stderr; with --json the API's JSON on
- * stdout too). Returns the exit code (1). */
+ * stdout too), with what to do for the errors that have an answer (403:
+ * the socket's group). Returns the exit code (1; 4 for not_found). */
 int client_report_error(const char *verb, const ClientArgs *a, const Reply *r);
 
-/* --json: the API's answer, verbatim. */
+/* --json: the API's answer, as is but for control and bidi characters
+ * in its strings, which are \u-escaped (the same JSON). */
 void client_print_raw(const Reply *r);
 
 /*
@@ -88,15 +109,17 @@ bool jbool(json_object *o, const char *path);
 /* ---- the client verbs' command line ------------------------------------ */
 
 typedef enum ClientOptionSet {
-    CLIENT_OPT_LIST = 1u << 0,   /* -o COLUMNS, --no-legend, --bytes */
-    CLIENT_OPT_WAIT = 1u << 1,   /* --no-wait */
+    CLIENT_OPT_LIST = 1u << 0,      /* -o, -n, -r, -P, -J, -b */
+    CLIENT_OPT_OPERATION = 1u << 1, /* --no-wait */
+    CLIENT_OPT_CHANGES = 1u << 2,   /* a change: --wait defaults to CLIENT_READY_WAIT_SEC */
 } ClientOptionSet;
+
+/* How long a change waits for a starting agent by default. */
+#define CLIENT_READY_WAIT_SEC 60
 
 typedef struct ClientOptions {
     ClientArgs args;
-    const char *columns;         /* -o */
-    bool no_legend;
-    bool bytes;
+    TableOptions table;          /* CLIENT_OPT_LIST */
     bool no_wait;
 } ClientOptions;
 
@@ -108,10 +131,10 @@ typedef struct ClientExtraOption {
 } ClientExtraOption;
 
 /*
- * Parses a client verb's command line: --json, --socket and --help always,
- * the sets the verb takes, its own options, then exactly n_args arguments
- * (positional, left at argv[optind...]). Returns 0 (go on), -1 (--help was
- * printed: exit 0), or LAYOUTCTL_EXIT_USAGE.
+ * Parses a client verb's command line: --json, --socket, --wait and --help
+ * always, the sets the verb takes, its own options, then exactly n_args
+ * arguments (positional, left at argv[optind...]). Returns 0 (go on), -1
+ * (--help was printed: exit 0), or LAYOUTCTL_EXIT_USAGE.
  */
 int client_parse(int argc, char **argv, const LayoutctlGlobals *g, unsigned sets, const ClientExtraOption *extra,
                  size_t n_extra, void *userdata, int n_args, const char *usage, ClientOptions *ret);
@@ -119,8 +142,12 @@ int client_parse(int argc, char **argv, const LayoutctlGlobals *g, unsigned sets
 #define CLIENT_COMMON_HELP                                                                   \
     "  --json          print the API's JSON answer as is (errors too, on stdout)\n"         \
     "  --socket PATH   the agent's API socket (default " LAYOUT_API_SOCKET_DEFAULT ")\n"     \
-    "  -h, --help\n"                                                                         \
-    "\n"                                                                                     \
-    "Exit status: 0 ok, 1 request failed, 2 usage, 3 layoutd not reachable.\n"
+    "  --wait SEC      wait up to SEC seconds for the agent: for a change, while it\n"      \
+    "                  starts (default 60); when given, also while it is not running\n"   \
+    "                  yet (no socket, nothing listens)\n"                                 \
+    "  -h, --help\n"                                                                       \
+    "\n"                                                                                   \
+    "Exit status: 0 ok, 1 request failed, 2 usage, 3 layoutd not reachable,\n"             \
+    "4 no such workspace or volume.\n"
 #define CLIENT_WAIT_HELP                                                                     \
     "  --no-wait       do not wait for the operation: print it and exit\n"

@@ -7,10 +7,11 @@
  */
 #include <inttypes.h>
 #include <stdio.h>
-#include <sys/socket.h>
-#include <sys/un.h>
+#include <poll.h>
+#include <sys/syscall.h>
 #include <unistd.h>
 
+#include "escape.h"
 #include "layout.h"
 #include "layoutctl-http.h"
 #include "util.h"
@@ -21,7 +22,8 @@ static int print_accepted(const char *verb, const ClientOptions *o, const Reply 
         client_print_raw(r);
     else
         printf("Accepted: operation %s (follow it: curl --unix-socket %s http://localhost%s?wait=60)\n",
-               jstr(r->json, "operation.id") ?: "?", o->args.socket_path, r->location ?: "/v1/operations");
+               client_safe(0, jstr(r->json, "operation.id") ?: "?"), o->args.socket_path,
+               client_safe(1, r->location ?: "/v1/operations"));
     return LAYOUTCTL_EXIT_OK;
 }
 
@@ -49,7 +51,7 @@ typedef struct AddArgs {
 static int add_tenant(const char *arg, void *userdata) {
     AddArgs *a = userdata;
     if (!layout_name_is_valid(arg, LAYOUT_NAME_MAX)) {
-        fprintf(stderr, "layoutctl add: invalid tenant '%s' (use [a-z0-9][a-z0-9-]*)\n", arg);
+        layoutctl_usage_error("add", "invalid tenant '%s' (use [a-z0-9][a-z0-9-]*)", client_safe(0, arg));
         return -EINVAL;
     }
     json_object_object_add(a->body, "tenant", json_object_new_string(arg));
@@ -60,7 +62,7 @@ static int add_quota(const char *arg, void *userdata) {
     AddArgs *a = userdata;
     uint64_t q;
     if (layout_parse_size(arg, &q) < 0) {
-        fprintf(stderr, "layoutctl add: invalid size '%s' (e.g. 10G, 512MiB)\n", arg);
+        layoutctl_usage_error("add", "invalid size '%s' (e.g. 10G, 512MiB)", client_safe(0, arg));
         return -EINVAL;
     }
     json_object_object_add(a->body, "quota", json_object_new_uint64(q));
@@ -71,7 +73,7 @@ static int add_label(const char *arg, void *userdata) {
     AddArgs *a = userdata;
     const char *eq = strchr(arg, '=');
     if (!eq || eq == arg) {
-        fprintf(stderr, "layoutctl add: --label wants KEY=VALUE, got '%s'\n", arg);
+        layoutctl_usage_error("add", "--label wants KEY=VALUE, got '%s'", client_safe(0, arg));
         return -EINVAL;
     }
     _cleanup_free_ char *k = strndup(arg, (size_t) (eq - arg));
@@ -83,7 +85,7 @@ static int add_label(const char *arg, void *userdata) {
 
 int layoutctl_add(int argc, char **argv, const LayoutctlGlobals *g) {
     static const char usage[] =
-        "Usage: layoutctl add ID [--tenant T] [--quota SIZE] [--label KEY=VALUE]... [--no-wait] [--json] [--socket PATH]\n"
+        "Usage: layoutctl add ID [--tenant T] [--quota SIZE] [--label KEY=VALUE]... [--no-wait] [--wait SEC] [--json] [--socket PATH]\n"
         "\n"
         "Creates a workspace: the agent places it on a state volume (carving a new one\n"
         "when every volume is at its bound) and starts its FUSE daemon. Waits until the\n"
@@ -102,16 +104,15 @@ int layoutctl_add(int argc, char **argv, const LayoutctlGlobals *g) {
     int ec = LAYOUTCTL_EXIT_FAILURE;
     if (!a.body || !a.labels)
         goto out;
-    ec = client_parse(argc, argv, g, CLIENT_OPT_WAIT, extra, ELEMENTSOF(extra), &a, 1, usage, &o);
+    ec = client_parse(argc, argv, g, CLIENT_OPT_OPERATION | CLIENT_OPT_CHANGES, extra, ELEMENTSOF(extra), &a, 1, usage, &o);
     if (ec != 0) {
         ec = ec < 0 ? LAYOUTCTL_EXIT_OK : ec;
         goto out;
     }
     const char *id = argv[optind];
     if (!layout_name_is_valid(id, LAYOUT_WORKSPACE_ID_MAX)) {
-        fprintf(stderr, "layoutctl add: invalid workspace ID '%s' (use [a-z0-9][a-z0-9-]*, at most %d characters)\n",
-                id, LAYOUT_WORKSPACE_ID_MAX);
-        ec = LAYOUTCTL_EXIT_USAGE;
+        ec = layoutctl_usage_error("add", "invalid workspace ID '%s' (use [a-z0-9][a-z0-9-]*, at most %d characters)",
+                                   client_safe(0, id), LAYOUT_WORKSPACE_ID_MAX);
         goto out;
     }
     json_object_object_add(a.body, "id", json_object_new_string(id));
@@ -124,8 +125,9 @@ int layoutctl_add(int argc, char **argv, const LayoutctlGlobals *g) {
         goto out;
     if (finish("add", &o, &r, 201, &ec)) {
         const char *mp = jstr(r.json, "mountpoint");
-        printf("Created workspace %s%s%s on %s (flush scope %" PRId64 ")%s%s\n", C_BOLD, jstr(r.json, "id") ?: id,
-               C_RESET, jstr(r.json, "volume") ?: "?", jint(r.json, "flush_scope"), mp ? ", mounted at " : "", mp ?: "");
+        printf("Created workspace %s%s%s on %s (flush scope %" PRId64 ")%s%s\n", C_BOLD,
+               client_safe(0, jstr(r.json, "id") ?: id), C_RESET, client_safe(1, jstr(r.json, "volume") ?: "?"),
+               jint(r.json, "flush_scope"), mp ? ", mounted at " : "", mp ? client_safe(2, mp) : "");
     }
     reply_done(&r);
 out:
@@ -141,7 +143,7 @@ static int set_flag(const char *arg, void *userdata) {
 
 int layoutctl_rm(int argc, char **argv, const LayoutctlGlobals *g) {
     static const char usage[] =
-        "Usage: layoutctl rm ID [--destroy-data] [--no-wait] [--json] [--socket PATH]\n"
+        "Usage: layoutctl rm ID [--destroy-data] [--no-wait] [--wait SEC] [--json] [--socket PATH]\n"
         "\n"
         "Removes a workspace: stops its daemon and unmounts it. Its data is kept (and a\n"
         "later `add` of the same ID finds it again) unless --destroy-data is given.\n"
@@ -150,13 +152,12 @@ int layoutctl_rm(int argc, char **argv, const LayoutctlGlobals *g) {
     bool destroy = false;
     static const ClientExtraOption extra[] = { { { "destroy-data", no_argument, NULL, 0 }, set_flag } };
     ClientOptions o;
-    int ec = client_parse(argc, argv, g, CLIENT_OPT_WAIT, extra, ELEMENTSOF(extra), &destroy, 1, usage, &o);
+    int ec = client_parse(argc, argv, g, CLIENT_OPT_OPERATION | CLIENT_OPT_CHANGES, extra, ELEMENTSOF(extra), &destroy, 1, usage, &o);
     if (ec != 0)
         return ec < 0 ? LAYOUTCTL_EXIT_OK : ec;
     const char *id = argv[optind];
     if (!layout_name_is_valid(id, LAYOUT_WORKSPACE_ID_MAX)) {
-        fprintf(stderr, "layoutctl rm: expected one valid workspace ID\n");
-        return LAYOUTCTL_EXIT_USAGE;
+        return layoutctl_usage_error("rm", "invalid workspace ID '%s'", client_safe(0, id));
     }
     char path[128];
     snprintf(path, sizeof(path), "/v1/workspaces/%s%s", id, destroy ? "?destroy_data=true" : "");
@@ -171,18 +172,17 @@ int layoutctl_rm(int argc, char **argv, const LayoutctlGlobals *g) {
 }
 
 int layoutctl_restart(int argc, char **argv, const LayoutctlGlobals *g) {
-    static const char usage[] = "Usage: layoutctl restart ID [--no-wait] [--json] [--socket PATH]\n"
+    static const char usage[] = "Usage: layoutctl restart ID [--no-wait] [--wait SEC] [--json] [--socket PATH]\n"
                                 "\n"
                                 "Restarts the workspace's FUSE daemon and waits until it serves again.\n"
                                 "\n" CLIENT_WAIT_HELP CLIENT_COMMON_HELP;
     ClientOptions o;
-    int ec = client_parse(argc, argv, g, CLIENT_OPT_WAIT, NULL, 0, NULL, 1, usage, &o);
+    int ec = client_parse(argc, argv, g, CLIENT_OPT_OPERATION | CLIENT_OPT_CHANGES, NULL, 0, NULL, 1, usage, &o);
     if (ec != 0)
         return ec < 0 ? LAYOUTCTL_EXIT_OK : ec;
     const char *id = argv[optind];
     if (!layout_name_is_valid(id, LAYOUT_WORKSPACE_ID_MAX)) {
-        fprintf(stderr, "layoutctl restart: invalid workspace ID '%s'\n", id);
-        return LAYOUTCTL_EXIT_USAGE;
+        return layoutctl_usage_error("restart", "invalid workspace ID '%s'", client_safe(0, id));
     }
     char path[128];
     snprintf(path, sizeof(path), "/v1/workspaces/%s/restart", id);
@@ -201,14 +201,16 @@ int layoutctl_restart(int argc, char **argv, const LayoutctlGlobals *g) {
 }
 
 int layoutctl_reload(int argc, char **argv, const LayoutctlGlobals *g) {
-    static const char usage[] = "Usage: layoutctl reload [--no-wait] [--json] [--socket PATH]\n"
+    static const char usage[] = "Usage: layoutctl reload [--no-wait] [--wait SEC] [--json] [--socket PATH]\n"
                                 "\n"
                                 "Makes the agent re-read its layout and apply the difference. An invalid\n"
                                 "layout is refused and the running one stays (the errors are printed);\n"
                                 "what the new layout asks for but cannot be done (a shrink) is said.\n"
+                                "`systemctl reload layoutd` runs this (the unit's ExecReload=), so a refused\n"
+                                "layout fails the reload.\n"
                                 "\n" CLIENT_WAIT_HELP CLIENT_COMMON_HELP;
     ClientOptions o;
-    int ec = client_parse(argc, argv, g, CLIENT_OPT_WAIT, NULL, 0, NULL, 0, usage, &o);
+    int ec = client_parse(argc, argv, g, CLIENT_OPT_OPERATION | CLIENT_OPT_CHANGES, NULL, 0, NULL, 0, usage, &o);
     if (ec != 0)
         return ec < 0 ? LAYOUTCTL_EXIT_OK : ec;
     Reply r = {};
@@ -218,11 +220,11 @@ int layoutctl_reload(int argc, char **argv, const LayoutctlGlobals *g) {
     if (finish("reload", &o, &r, 200, &ec)) {
         json_object *ch = jget(r.json, "changed"), *refused = jget(r.json, "refused");
         printf("Reloaded the layout: %s (%.12s, generation %" PRId64 ")\n",
-               ch && json_object_get_boolean(ch) ? "changed" : "unchanged", jstr(r.json, "layout_hash") ?: "-",
-               jint(r.json, "generation"));
+               ch && json_object_get_boolean(ch) ? "changed" : "unchanged",
+               client_safe(0, jstr(r.json, "layout_hash") ?: "-"), jint(r.json, "generation"));
         for (size_t i = 0; refused && i < json_object_array_length(refused); i++)
             printf("  %snot done%s: %s\n", C_YELLOW, C_RESET,
-                   json_object_get_string(json_object_array_get_idx(refused, i)));
+                   client_safe(0, json_object_get_string(json_object_array_get_idx(refused, i))));
     }
     reply_done(&r);
     return ec;
@@ -230,7 +232,7 @@ int layoutctl_reload(int argc, char **argv, const LayoutctlGlobals *g) {
 
 int layoutctl_gc(int argc, char **argv, const LayoutctlGlobals *g) {
     static const char usage[] =
-        "Usage: layoutctl gc [--dry-run] [--no-wait] [--json] [--socket PATH]\n"
+        "Usage: layoutctl gc [--dry-run] [--no-wait] [--wait SEC] [--json] [--socket PATH]\n"
         "\n"
         "Sweeps the content pool now: the objects no workspace references, older than\n"
         "the pool's gc.grace, are deleted (the layout's gc.command does it; the agent\n"
@@ -241,7 +243,7 @@ int layoutctl_gc(int argc, char **argv, const LayoutctlGlobals *g) {
     bool dry = false;
     static const ClientExtraOption extra[] = { { { "dry-run", no_argument, NULL, 0 }, set_flag } };
     ClientOptions o;
-    int ec = client_parse(argc, argv, g, CLIENT_OPT_WAIT, extra, ELEMENTSOF(extra), &dry, 0, usage, &o);
+    int ec = client_parse(argc, argv, g, CLIENT_OPT_OPERATION | CLIENT_OPT_CHANGES, extra, ELEMENTSOF(extra), &dry, 0, usage, &o);
     if (ec != 0)
         return ec < 0 ? LAYOUTCTL_EXIT_OK : ec;
     Reply r = {};
@@ -262,7 +264,7 @@ int layoutctl_gc(int argc, char **argv, const LayoutctlGlobals *g) {
 
 int layoutctl_check(int argc, char **argv, const LayoutctlGlobals *g) {
     static const char usage[] =
-        "Usage: layoutctl check [--no-wait] [--json] [--socket PATH]\n"
+        "Usage: layoutctl check [--no-wait] [--wait SEC] [--json] [--socket PATH]\n"
         "\n"
         "Checks every workspace's files against the content pool: lists each file whose\n"
         "object the pool does not have (it reads as an I/O error, never as zeros, and\n"
@@ -272,10 +274,10 @@ int layoutctl_check(int argc, char **argv, const LayoutctlGlobals *g) {
         "service.\n"
         "\n" CLIENT_WAIT_HELP CLIENT_COMMON_HELP "\n"
         "Exit status: 0 nothing missing, 1 files without their object (listed) or an\n"
-        "error, 2 usage, 3 the check could not look at everything (nothing missing in\n"
-        "what it saw).\n";
+        "error, 2 usage, 3 layoutd is not running, 7 the check could not look at\n"
+        "everything (nothing missing in what it saw).\n";
     ClientOptions o;
-    int ec = client_parse(argc, argv, g, CLIENT_OPT_WAIT, NULL, 0, NULL, 0, usage, &o);
+    int ec = client_parse(argc, argv, g, CLIENT_OPT_OPERATION | CLIENT_OPT_CHANGES, NULL, 0, NULL, 0, usage, &o);
     if (ec != 0)
         return ec < 0 ? LAYOUTCTL_EXIT_OK : ec;
     Reply r = {};
@@ -292,7 +294,9 @@ int layoutctl_check(int argc, char **argv, const LayoutctlGlobals *g) {
             json_object_object_get_ex(m, "path", &p);
             json_object_object_get_ex(m, "digest", &d);
             json_object_object_get_ex(m, "own_data", &own);
-            printf("missing  %s  %s  %s\n", d ? json_object_get_string(d) : "?", p ? json_object_get_string(p) : "?",
+            /* A path is a tenant's file name: it may hold anything. */
+            _cleanup_free_ char *path = str_escape_terminal(p ? json_object_get_string(p) : "?");
+            printf("missing  %s  %s  %s\n", d ? json_object_get_string(d) : "?", path ?: "?",
                    own ? json_object_get_string(own) : "");
         }
         printf("%" PRIu64 " stub(s) checked: %" PRIu64 " without their object (%" PRIu64 " object(s))%s\n",
@@ -300,58 +304,80 @@ int layoutctl_check(int argc, char **argv, const LayoutctlGlobals *g) {
         if (stubs > 0)
             ec = LAYOUTCTL_EXIT_FAILURE;
         else if (!complete)
-            ec = 3;
+            ec = LAYOUTCTL_EXIT_INCOMPLETE;
     }
     reply_done(&r);
     return ec;
 }
 
+/* --stop-workspaces and --keep-workspaces contradict each other: given
+ * both, the command is refused rather than the last one winning. */
+typedef struct ShutdownArgs {
+    int stop;                    /* -1: the layout's on_agent_stop */
+    bool conflict;
+} ShutdownArgs;
+
 static int set_stop(const char *arg, void *userdata) {
-    *(int *) userdata = 1;
+    ShutdownArgs *a = userdata;
+    a->conflict = a->conflict || a->stop == 0;
+    a->stop = 1;
     return 0;
 }
 
 static int set_keep(const char *arg, void *userdata) {
-    *(int *) userdata = 0;
+    ShutdownArgs *a = userdata;
+    a->conflict = a->conflict || a->stop == 1;
+    a->stop = 0;
     return 0;
 }
 
-/* The agent is gone when nothing listens on its socket any more (asked
- * with a bare connect, which prints nothing). */
-static bool agent_gone(const ClientOptions *o) {
-    struct sockaddr_un sa = { .sun_family = AF_UNIX };
-    if (strlen(o->args.socket_path) >= sizeof sa.sun_path)
-        return true;
-    strcpy(sa.sun_path, o->args.socket_path);
-    _cleanup_close_ int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
-    if (fd < 0)
-        return false;
-    return connect(fd, (struct sockaddr *) &sa, sizeof sa) < 0 && (errno == ECONNREFUSED || errno == ENOENT);
+/* Waits until process pid is gone (a pidfd polls readable when it exits;
+ * any user may open one). Returns true when it is gone. */
+static bool wait_pid_gone(int pidfd, int timeout_ms) {
+    struct pollfd p = { .fd = pidfd, .events = POLLIN };
+    int r;
+    do
+        r = poll(&p, 1, timeout_ms);
+    while (r < 0 && errno == EINTR);
+    return r > 0;
 }
 
 int layoutctl_shutdown(int argc, char **argv, const LayoutctlGlobals *g) {
     static const char usage[] =
-        "Usage: layoutctl shutdown [--stop-workspaces | --keep-workspaces] [--no-wait] [--json] [--socket PATH]\n"
+        "Usage: layoutctl shutdown [--stop-workspaces | --keep-workspaces] [--no-wait] [--wait SEC] [--json] [--socket PATH]\n"
         "\n"
         "Stops the agent. By default its workspaces do what the layout's\n"
         "workspace.on_agent_stop says (keep: they go on serving and the next agent\n"
         "re-adopts them, as after `systemctl restart`). Waits until the agent exited.\n"
-        "Under systemd the unit then stays stopped until `systemctl start layoutd`.\n"
+        "Under systemd the unit then stays stopped until `systemctl start layoutd`, or,\n"
+        "with layoutd.socket, until the next client connects.\n"
         "\n"
         "  --stop-workspaces  stop every workspace's daemon first (unmounting it)\n"
         "  --keep-workspaces  leave them serving\n" CLIENT_WAIT_HELP CLIENT_COMMON_HELP;
-    int stop = -1;
+    ShutdownArgs a = { .stop = -1 };
     static const ClientExtraOption extra[] = {
         { { "stop-workspaces", no_argument, NULL, 0 }, set_stop },
         { { "keep-workspaces", no_argument, NULL, 0 }, set_keep },
     };
     ClientOptions o;
-    int ec = client_parse(argc, argv, g, CLIENT_OPT_WAIT, extra, ELEMENTSOF(extra), &stop, 0, usage, &o);
+    int ec = client_parse(argc, argv, g, CLIENT_OPT_OPERATION | CLIENT_OPT_CHANGES, extra, ELEMENTSOF(extra), &a, 0,
+                          usage, &o);
     if (ec != 0)
         return ec < 0 ? LAYOUTCTL_EXIT_OK : ec;
-    const char *path = stop < 0 ? "/v1/shutdown" : stop ? "/v1/shutdown?stop_workspaces=true"
-                                                         : "/v1/shutdown?stop_workspaces=false";
+    if (a.conflict)
+        return layoutctl_usage_error("shutdown", "--stop-workspaces and --keep-workspaces contradict each other");
+    /* The agent's pid first: the socket is no sign that it is gone, since
+     * under socket activation systemd keeps listening on it (and the next
+     * connection would start a new agent). */
     Reply r = {};
+    if ((ec = client_get("shutdown", &o.args, "/v1/status", &r)) != 0)
+        return ec;
+    pid_t pid = (pid_t) jint(r.json, "pid");
+    reply_done(&r);
+    _cleanup_close_ int pidfd = pid > 0 ? (int) syscall(SYS_pidfd_open, pid, 0) : -EBADF;
+
+    const char *path = a.stop < 0 ? "/v1/shutdown" : a.stop ? "/v1/shutdown?stop_workspaces=true"
+                                                             : "/v1/shutdown?stop_workspaces=false";
     ec = client_call("shutdown", &o.args, "POST", path, NULL, &r);
     if (ec != 0)
         return ec;
@@ -369,10 +395,13 @@ int layoutctl_shutdown(int argc, char **argv, const LayoutctlGlobals *g) {
         return LAYOUTCTL_EXIT_OK;
     /* Stopping every daemon takes up to its stop_timeout; a job running
      * finishes first. Ten minutes is far past both. */
-    for (unsigned i = 0; i < 6000 && !agent_gone(&o); i++)
-        usleep(100 * 1000);
-    if (!agent_gone(&o)) {
-        fprintf(stderr, "layoutctl shutdown: the agent still answers after 10 minutes\n");
+    if (pidfd < 0) {
+        fprintf(stderr, "layoutctl shutdown: cannot follow the agent (pid %d): %s; not waiting\n", (int) pid,
+                strerror(errno));
+        return LAYOUTCTL_EXIT_FAILURE;
+    }
+    if (!wait_pid_gone(pidfd, 600 * 1000)) {
+        fprintf(stderr, "layoutctl shutdown: the agent (pid %d) still runs after 10 minutes\n", (int) pid);
         return LAYOUTCTL_EXIT_FAILURE;
     }
     if (!o.args.json) {

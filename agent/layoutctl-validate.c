@@ -66,7 +66,8 @@ int layoutctl_validate(int argc, char **argv, const LayoutctlGlobals *g) {
     bool show = false, json = g->json;
     int c;
 
-    while ((c = getopt_long(argc, argv, "h", options, NULL)) >= 0)
+    opterr = 0;
+    while ((c = getopt_long(argc, argv, ":h", options, NULL)) >= 0)
         switch (c) {
         case 's':
             show = true;
@@ -78,14 +79,10 @@ int layoutctl_validate(int argc, char **argv, const LayoutctlGlobals *g) {
             validate_usage(stdout);
             return LAYOUTCTL_EXIT_OK;
         default:
-            validate_usage(stderr);
-            return LAYOUTCTL_EXIT_USAGE;
+            return layoutctl_option_error("validate", argv, options, c);
         }
-    if (optind >= argc) {
-        fprintf(stderr, "layoutctl validate: no layout file given\n");
-        validate_usage(stderr);
-        return LAYOUTCTL_EXIT_USAGE;
-    }
+    if (optind >= argc)
+        return layoutctl_usage_error("validate", "no layout file given");
 
     json_object *array = json ? json_object_new_array() : NULL;
     if (json && !array) {

@@ -25,7 +25,8 @@ static void why_usage(FILE *f) {
             "ranked, or the reason it was passed over (bound, tenant, space...).\n"
             "Changes nothing; no volume is carved.\n"
             "\n"
-            "Exit status: 0 (placeable), 1 (it would be refused, or an error), 2 usage.\n");
+            "Exit status: 0 it can be placed, 6 it would be refused (the answer, printed\n"
+            "like any other), 1 an error (no answer), 2 usage.\n");
 }
 
 /* Carving is only decided here, never done. */
@@ -47,7 +48,8 @@ int layoutctl_why(int argc, char **argv, const LayoutctlGlobals *g) {
     bool json = g->json;
     int c, r;
 
-    while ((c = getopt_long(argc, argv, "h", options, NULL)) >= 0)
+    opterr = 0;
+    while ((c = getopt_long(argc, argv, ":h", options, NULL)) >= 0)
         switch (c) {
         case OPT_LAYOUT:
             layout_path = optarg;
@@ -65,21 +67,17 @@ int layoutctl_why(int argc, char **argv, const LayoutctlGlobals *g) {
             why_usage(stdout);
             return LAYOUTCTL_EXIT_OK;
         default:
-            why_usage(stderr);
-            return LAYOUTCTL_EXIT_USAGE;
+            return layoutctl_option_error("why", argv, options, c);
         }
-    if (optind + 1 != argc) {
-        why_usage(stderr);
-        return LAYOUTCTL_EXIT_USAGE;
-    }
+    if (optind + 1 != argc)
+        return optind >= argc ? layoutctl_usage_error("why", "expected a workspace ID")
+                              : layoutctl_usage_error("why", "unexpected argument '%s'", argv[optind + 1]);
     const char *id = argv[optind];
 
     _cleanup_(engine_freep) Engine *e = NULL;
     _cleanup_free_ char *error = NULL, *text = NULL;
-    if (root && root[0] != '/') {
-        fprintf(stderr, "layoutctl: bad --root %s (it must be absolute)\n", root);
-        return LAYOUTCTL_EXIT_USAGE;
-    }
+    if (root && root[0] != '/')
+        return layoutctl_usage_error("why", "bad --root %s (it must be absolute)", root);
     EngineOptions eo = { .layout_path = layout_path, .root = root };
     r = engine_open(&eo, &e, &error);
     if (r < 0) {
@@ -120,7 +118,8 @@ int layoutctl_why(int argc, char **argv, const LayoutctlGlobals *g) {
         } else
             fputs(text, stdout);
     }
-    int exit_code = d.action == PLACE_ACTION_REFUSE ? LAYOUTCTL_EXIT_FAILURE : LAYOUTCTL_EXIT_OK;
+    /* A refusal is an answer, not a failure: scripts tell them apart. */
+    int exit_code = d.action == PLACE_ACTION_REFUSE ? LAYOUTCTL_EXIT_REFUSED : LAYOUTCTL_EXIT_OK;
     free(cands);
     place_decision_done(&d);
     return r < 0 ? LAYOUTCTL_EXIT_FAILURE : exit_code;

@@ -9,8 +9,10 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "escape.h"
 #include "layout.h"
 #include "layoutctl.h"
+#include "util.h"
 
 
 static const LayoutctlVerb verbs[] = {
@@ -20,10 +22,11 @@ static const LayoutctlVerb verbs[] = {
     { "teardown", "unmount and detach the volumes (--destroy-data: delete them)", layoutctl_teardown },
     { "repair", "resolve the safe drift cases (--forget-missing)", layoutctl_repair },
     { "why", "explain where a workspace would be placed, and why (ID [--tenant T])", layoutctl_why },
-    { "status", "the running agent's state and a summary", layoutctl_status },
+    { "status", "the running agent's state and a summary (exit 5: not healthy)", layoutctl_status },
+    { "is-healthy", "quiet: exit 0 when the agent is healthy, 5 when not, 3 when not running", layoutctl_is_healthy },
     { "volumes", "list the volumes (flush domains) of the running agent", layoutctl_volumes },
     { "workspaces", "list the workspaces of the running agent", layoutctl_workspaces },
-    { "show", "everything about one workspace or volume (ID)", layoutctl_show },
+    { "show", "everything about one workspace or volume (ID [--type workspace|volume])", layoutctl_show },
     { "add", "create a workspace (ID [--tenant T] [--quota SIZE] [--label K=V])", layoutctl_add },
     { "rm", "remove a workspace (ID [--destroy-data])", layoutctl_rm },
     { "restart", "restart a workspace's FUSE daemon (ID)", layoutctl_restart },
@@ -52,8 +55,11 @@ static void usage(FILE *f) {
             "Exit status:\n"
             "  0  success (validate: every layout is valid)\n"
             "  1  failure (validate: at least one layout is invalid or unreadable)\n"
-            "  2  usage error\n"
+            "  2  usage error (plan --detailed-exitcode: there are changes)\n"
             "  3  layoutd is not running (client commands: no socket, or it refuses)\n"
+            "  4  no such workspace or volume (show, rm, restart)\n"
+            "  5  status, is-healthy: the agent answers, but is degraded, starting or stopping\n"
+            "  6  refused: why's workspace would not be placed\n"
             "\n"
             "`layoutctl COMMAND --help` describes a command.\n",
             LAYOUT_API_SOCKET_DEFAULT);
@@ -71,8 +77,10 @@ int main(int argc, char **argv) {
     LayoutctlGlobals g = { .socket_path = LAYOUT_API_SOCKET_DEFAULT };
     int c;
 
-    /* "+": stop at the verb, its options are its own. */
-    while ((c = getopt_long(argc, argv, "+h", options, NULL)) >= 0)
+    /* "+": stop at the verb, its options are its own; ":": a missing
+     * argument is told from an unknown option. */
+    opterr = 0;
+    while ((c = getopt_long(argc, argv, "+:h", options, NULL)) >= 0)
         switch (c) {
         case OPT_JSON:
             g.json = true;
@@ -87,20 +95,23 @@ int main(int argc, char **argv) {
             printf("layoutctl %s\n", LAYOUTD_VERSION);
             return LAYOUTCTL_EXIT_OK;
         default:
-            usage(stderr);
-            return LAYOUTCTL_EXIT_USAGE;
+            return layoutctl_option_error(NULL, argv, options, c);
         }
-    if (optind >= argc) {
-        usage(stderr);
-        return LAYOUTCTL_EXIT_USAGE;
-    }
+    if (optind >= argc)
+        return layoutctl_usage_error(NULL, "no command given");
     const int first = optind;
     const char *verb = argv[first];
-    for (size_t i = 0; i < sizeof verbs / sizeof verbs[0]; i++)
+    const char *names[ELEMENTSOF(verbs)];
+    for (size_t i = 0; i < ELEMENTSOF(verbs); i++) {
+        names[i] = verbs[i].name;
         if (strcmp(verbs[i].name, verb) == 0) {
             optind = 0; /* the verb runs getopt from scratch on its own argv */
             return verbs[i].run(argc - first, argv + first, &g);
         }
-    fprintf(stderr, "layoutctl: unknown command '%s' (see layoutctl --help)\n", verb);
-    return LAYOUTCTL_EXIT_USAGE;
+    }
+    _cleanup_free_ char *shown = str_escape_terminal(verb);
+    const char *s = layoutctl_suggest(verb, names, ELEMENTSOF(names));
+    if (s)
+        return layoutctl_usage_error(NULL, "unknown command '%s'; did you mean '%s'?", shown ?: "?", s);
+    return layoutctl_usage_error(NULL, "unknown command '%s'", shown ?: "?");
 }

@@ -9,11 +9,21 @@
 
 #include <stdbool.h>
 
-/* Exit codes, shared by every verb (documented in `layoutctl --help`). */
+/*
+ * Exit codes, shared by every verb (listed in `layoutctl --help` and in
+ * layoutctl(8)). The anchors are systemctl's (3: not running, 4: no such
+ * unit) and Terraform's `plan -detailed-exitcode` (2: changes).
+ */
 #define LAYOUTCTL_EXIT_OK 0
-#define LAYOUTCTL_EXIT_FAILURE 1 /* the verb failed; for validate: a layout is invalid */
-#define LAYOUTCTL_EXIT_USAGE 2   /* bad command line */
+#define LAYOUTCTL_EXIT_FAILURE 1     /* the verb failed; for validate: a layout is invalid */
+#define LAYOUTCTL_EXIT_USAGE 2       /* bad command line */
+#define LAYOUTCTL_EXIT_CHANGES 2     /* plan --detailed-exitcode: there is something to do */
 #define LAYOUTCTL_EXIT_UNREACHABLE 3 /* client verbs: layoutd is not running (no socket / refused) */
+#define LAYOUTCTL_EXIT_NOT_FOUND 4   /* show: no such workspace or volume */
+#define LAYOUTCTL_EXIT_UNHEALTHY 5   /* status, is-healthy: the agent answers, but is degraded,
+                                        starting or stopping */
+#define LAYOUTCTL_EXIT_INCOMPLETE 7  /* check: it could not look at everything */
+#define LAYOUTCTL_EXIT_REFUSED 6     /* why: the workspace would be refused (the answer, not an error) */
 
 typedef struct LayoutctlGlobals {
     bool json;               /* --json: machine-readable output */
@@ -47,3 +57,24 @@ int layoutctl_check(int argc, char **argv, const LayoutctlGlobals *g);
 int layoutctl_shutdown(int argc, char **argv, const LayoutctlGlobals *g);
 int layoutctl_show(int argc, char **argv, const LayoutctlGlobals *g);
 int layoutctl_events(int argc, char **argv, const LayoutctlGlobals *g);
+int layoutctl_is_healthy(int argc, char **argv, const LayoutctlGlobals *g);
+
+/* ---- layoutctl-args.c: what every parser shares -------------------------- */
+
+struct option;
+
+/* The candidate closest to word (an edit distance of at most a third of
+ * its length, at least 1, or word a unique prefix of it), or NULL. */
+const char *layoutctl_suggest(const char *word, const char *const *candidates, size_t n);
+
+/*
+ * After getopt_long() returned '?' or ':' (the parsers set opterr = 0 and
+ * start their short options with ':'): prints one line naming the bad
+ * option and, when one is close, "did you mean", and where the help is.
+ * Returns LAYOUTCTL_EXIT_USAGE.
+ */
+int layoutctl_option_error(const char *verb, char **argv, const struct option *options, int c);
+
+/* "layoutctl VERB: MESSAGE (see 'layoutctl VERB --help')" on stderr, one
+ * line. Returns LAYOUTCTL_EXIT_USAGE. */
+int layoutctl_usage_error(const char *verb, const char *fmt, ...) __attribute__((format(printf, 2, 3)));

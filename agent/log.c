@@ -44,10 +44,10 @@ static bool use_journal(void) {
     return journal;
 }
 
-static void emit(int level, const LogContext *c, const char *text) {
+static void emit(int level, int error, const LogContext *c, const char *text) {
     if (use_journal()) {
-        char prio[16], pid[32], f[5][300];
-        struct iovec iov[8];
+        char prio[16], pid[32], errno_field[32], f[5][300];
+        struct iovec iov[9];
         size_t n = 0;
         _cleanup_free_ char *msg = NULL;
         if (asprintf(&msg, "MESSAGE=%s", text) < 0)
@@ -68,6 +68,12 @@ static void emit(int level, const LogContext *c, const char *text) {
         if (c && c->pid > 0) {
             snprintf(pid, sizeof pid, "SYSLOG_PID=%d", (int) c->pid);
             iov[n++] = (struct iovec) { pid, strlen(pid) };
+        }
+        /* The error as a number, as systemd's own entries carry it:
+         * `journalctl ERRNO=28` finds every ENOSPC. */
+        if (error > 0) {
+            snprintf(errno_field, sizeof errno_field, "ERRNO=%d", error);
+            iov[n++] = (struct iovec) { errno_field, strlen(errno_field) };
         }
         if (sd_journal_sendv(iov, (int) n) >= 0)
             return;
@@ -91,7 +97,7 @@ _printf_(4, 0) static void vlog(int level, int error, const LogContext *c, const
     errno = error; /* so %m prints the error we were given */
     vsnprintf(line, sizeof line, fmt, ap);
     errno = saved;
-    emit(level, c, line);
+    emit(level, error, c, line);
 }
 
 void log_internal(int level, int error, const char *fmt, ...) {

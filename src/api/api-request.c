@@ -5,6 +5,7 @@
 #include <stdio.h>
 
 #include "api-route.h"
+#include "escape.h"
 
 /* Bodies are small flat objects; a deep document is an attack, not a request. */
 #define API_JSON_DEPTH 8
@@ -261,55 +262,11 @@ bool api_label_key_is_valid(const char *k) {
     return true;
 }
 
-/* One UTF-8 sequence at p: its code point, or -1 when it is not a valid,
- * shortest-form encoding. *len gets its length. */
-static int32_t utf8_decode(const unsigned char *p, size_t *len) {
-    int32_t c;
-    size_t n;
-    if (p[0] < 0x80)
-        return *len = 1, p[0];
-    if ((p[0] & 0xe0) == 0xc0)
-        c = p[0] & 0x1f, n = 2;
-    else if ((p[0] & 0xf0) == 0xe0)
-        c = p[0] & 0x0f, n = 3;
-    else if ((p[0] & 0xf8) == 0xf0)
-        c = p[0] & 0x07, n = 4;
-    else
-        return -1;
-    for (size_t i = 1; i < n; i++) {
-        if ((p[i] & 0xc0) != 0x80)
-            return -1;
-        c = (c << 6) | (p[i] & 0x3f);
-    }
-    static const int32_t min[] = { 0, 0, 0x80, 0x800, 0x10000 };
-    if (c < min[n] || c > 0x10ffff || (c >= 0xd800 && c <= 0xdfff))
-        return -1;
-    *len = n;
-    return c;
-}
-
-/* Characters that change how a terminal or a table shows what follows:
- * C0 and C1 controls (U+009B is CSI, as ESC [ is), and the bidirectional
- * overrides and isolates that make text read in another order than it is
- * stored (CVE-2021-42574). */
-static bool is_display_control(int32_t c) {
-    return c < 0x20 || (c >= 0x7f && c <= 0x9f) || c == 0x061c || c == 0x200e || c == 0x200f ||
-           (c >= 0x202a && c <= 0x202e) || (c >= 0x2066 && c <= 0x2069);
-}
-
 bool api_label_value_is_valid(const char *v) {
-    if (!v || strlen(v) > API_LABEL_VALUE_MAX)
-        return false;
-    /* Valid UTF-8 without display controls: values end up in tables, in
-     * logs and in metrics, where they must read as what they are. */
-    for (const unsigned char *p = (const unsigned char *) v; *p;) {
-        size_t n;
-        int32_t c = utf8_decode(p, &n);
-        if (c < 0 || is_display_control(c))
-            return false;
-        p += n;
-    }
-    return true;
+    /* Valid UTF-8 without control characters or bidirectional marks
+     * (src/shared/escape.h): values end up in tables, in logs and in
+     * metrics, where they must read as what they are. */
+    return v && strlen(v) <= API_LABEL_VALUE_MAX && str_is_terminal_safe(v);
 }
 
 void api_workspace_request_done(ApiWorkspaceRequest *r) {

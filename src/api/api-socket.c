@@ -1,11 +1,14 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
-/* The listening Unix socket: stale-socket removal, bind, mode, group. */
+/* The listening Unix socket: stale-socket removal, bind, mode, group; or
+ * the one systemd passed (socket activation). */
 
+#include <fcntl.h>
 #include <grp.h>
 #include <stdlib.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/un.h>
+#include <systemd/sd-daemon.h>
 
 #include "api.h"
 
@@ -44,6 +47,40 @@ int api_socket_set_access(const char *path, const char *group, mode_t mode, gid_
     if (ret_gid)
         *ret_gid = gid;
     return 0;
+}
+
+int api_socket_from_systemd(const char *path, const char *group, mode_t mode, int *ret_fd, gid_t *ret_gid) {
+    /* unset: the workers and daemons the agent spawns must not think the
+     * sockets are theirs. */
+    int n = sd_listen_fds(1);
+    if (n <= 0)
+        return n;
+    int found = -EBADF, r = 0;
+    for (int fd = SD_LISTEN_FDS_START; fd < SD_LISTEN_FDS_START + n; fd++) {
+        if (found < 0 && sd_is_socket_unix(fd, SOCK_STREAM, 1, path, 0) > 0) {
+            found = fd;
+            continue;
+        }
+        /* Not ours (a socket unit for another path): closed, so that
+         * nothing waits on it for an answer that never comes. */
+        (void) close(fd);
+    }
+    if (found < 0)
+        return -EADDRNOTAVAIL;
+    _cleanup_close_ int fd = found;
+    /* systemd passes it without O_CLOEXEC, and may pass it blocking. */
+    int fl = fcntl(fd, F_GETFD);
+    if (fl < 0 || fcntl(fd, F_SETFD, fl | FD_CLOEXEC) < 0)
+        return negative_errno();
+    fl = fcntl(fd, F_GETFL);
+    if (fl < 0 || fcntl(fd, F_SETFL, fl | O_NONBLOCK) < 0)
+        return negative_errno();
+    /* The layout says who may connect, here as when the agent binds. */
+    r = api_socket_set_access(path, group, mode, ret_gid);
+    if (r < 0)
+        return r;
+    *ret_fd = TAKE_FD(fd);
+    return 1;
 }
 
 int api_socket_open(const char *path, const char *group, mode_t mode, int *ret_fd, gid_t *ret_gid) {

@@ -7,7 +7,8 @@
  * for routes, fields, errors, the access rule and the limits.
  *
  * Shape:
- *   - api_socket_open() makes the listening socket (mode, group).
+ *   - api_socket_open() makes the listening socket (mode, group), or
+ *     api_socket_from_systemd() takes the one systemd passed.
  *   - api_new() runs libmicrohttpd on it WITHOUT threads: MHD is in epoll
  *     mode and its epoll fd is an io source on the caller's sd-event loop,
  *     with a timer from MHD_get_timeout(); every callback runs on the
@@ -124,6 +125,18 @@ int api_socket_open(const char *path, const char *group, mode_t mode, int *ret_f
  * changes api.group or api.socket_mode. *ret_gid as there.
  * Returns: <0 on error, 0. */
 int api_socket_set_access(const char *path, const char *group, mode_t mode, gid_t *ret_gid);
+
+/*
+ * The listening socket systemd passed for path (socket activation,
+ * sd_listen_fds(3); $LISTEN_FDS is unset so that children never take it):
+ * a listening AF_UNIX stream socket bound to path. It is made O_CLOEXEC
+ * and non-blocking, and path gets the group and mode as with
+ * api_socket_open(). Passed sockets that are not it are closed.
+ * Returns: 0 when systemd passed none (bind it with api_socket_open()),
+ * -EADDRNOTAVAIL when none of those passed is bound to path, -errno;
+ * 1 with *ret_fd (and *ret_gid as api_socket_open() sets it).
+ */
+int api_socket_from_systemd(const char *path, const char *group, mode_t mode, int *ret_fd, gid_t *ret_gid);
 
 /*
  * Starts serving on listen_fd (ownership passes to the Api, also on

@@ -10,6 +10,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <systemd/sd-login.h>
 #include <unistd.h>
 
 #include "cgroup.h"
@@ -20,24 +21,16 @@ bool cgroup_unified(void) {
 }
 
 int cgroup_of_pid(pid_t pid, char **ret) {
-    char p[64], buf[8192];
-    snprintf(p, sizeof p, "/proc/%d/cgroup", (int) pid);
-    _cleanup_close_ int fd = open(p, O_RDONLY | O_CLOEXEC);
-    if (fd < 0)
-        return errno == ENOENT ? -ENOENT : -errno;
-    ssize_t n = read(fd, buf, sizeof buf - 1);
-    if (n < 0)
-        return -errno;
-    buf[n] = 0;
-    for (char *line = buf; line && *line; line = strchr(line, '\n') ? strchr(line, '\n') + 1 : NULL) {
-        if (strncmp(line, "0::", 3) != 0)
-            continue;
-        line[strcspn(line, "\n")] = 0;
-        if (asprintf(ret, CGROUP_ROOT "%s", streq(line + 3, "/") ? "" : line + 3) < 0)
-            return -ENOMEM;
-        return 0;
-    }
-    return -ENOENT;
+    _cleanup_free_ char *path = NULL;
+    /* The unified hierarchy's path ("0::" of /proc/PID/cgroup). */
+    int r = sd_pid_get_cgroup(pid, &path);
+    if (r == -ESRCH || r == -ENOENT || r == -ENODATA)
+        return -ENOENT;
+    if (r < 0)
+        return r;
+    if (asprintf(ret, CGROUP_ROOT "%s", streq(path, "/") ? "" : path) < 0)
+        return -ENOMEM;
+    return 0;
 }
 
 /* One small file, whole. */

@@ -7,8 +7,8 @@
  * the others and an operator sees which daemon costs what.
  *
  * The cgroups are systemd scopes (`layoutd-ws-<id>.scope` in
- * `layoutd.slice`), made through systemd's private bus
- * (StartTransientUnit with the daemon's pid). Not a delegated subtree of
+ * `layoutd.slice`), made over the system bus (StartTransientUnit with the
+ * daemon's pid; systemd's private socket only where no bus daemon runs). Not a delegated subtree of
  * layoutd.service: a delegated unit whose own cgroup has controllers
  * enabled cannot be started again while its subgroups hold processes
  * (systemd#24064, #41278: exit status 219/CGROUP), and the daemons outlive
@@ -60,12 +60,15 @@ int cgroup_read_stats(const char *path, CgroupStats *ret);
 typedef struct ScopeManager ScopeManager;
 
 /*
- * Connects to systemd (its private socket, /run/systemd/private: root
- * only, and no D-Bus daemon needed) and attaches to the event loop.
+ * Connects to systemd over the system bus (sd_bus_open_system), or, when
+ * no bus daemon runs, over its private socket /run/systemd/private (root
+ * only), and attaches to the event loop.
  * Returns -ENOMEDIUM (no unified cgroup hierarchy), -EHOSTDOWN (systemd is
  * not the service manager here), -errno; 0 with *ret.
  */
 int scope_manager_new(sd_event *e, ScopeManager **ret);
+/* Whether it fell back to the private socket (for the agent's log). */
+bool scope_manager_uses_private_bus(const ScopeManager *m);
 ScopeManager *scope_manager_free(ScopeManager *m);
 DEFINE_TRIVIAL_CLEANUP_FUNC(ScopeManager *, scope_manager_free)
 

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 /*
- * Workspace daemons in systemd scopes, through systemd's own bus (see
+ * Workspace daemons in systemd scopes, asked for over the system bus (see
  * cgroup.h for why scopes). Calls are asynchronous on the agent's loop;
  * each says how it went through its callback.
  */
@@ -35,6 +35,7 @@ struct ScopeRequest {
 struct ScopeManager {
     sd_bus *bus;
     ScopeRequest *requests;
+    bool private_bus;        /* on /run/systemd/private (no bus daemon ran) */
 };
 
 static void request_free(ScopeRequest *q) {
@@ -61,24 +62,49 @@ ScopeManager *scope_manager_free(ScopeManager *m) {
     return NULL;
 }
 
+/* systemd's private socket speaks the protocol without a bus daemon in
+ * between: what systemctl uses as root when D-Bus is not running. systemd
+ * says it is not an interface for other projects, so it is only the
+ * fallback for hosts without a system bus (containers, minimal VMs). */
+static int open_private(sd_bus **ret) {
+    _cleanup_(sd_bus_flush_close_unrefp) sd_bus *bus = NULL;
+    if (access(SYSTEMD_PRIVATE, F_OK) < 0)
+        return -EHOSTDOWN;
+    int r = sd_bus_new(&bus);
+    if (r < 0)
+        return r;
+    if ((r = sd_bus_set_address(bus, "unix:path=" SYSTEMD_PRIVATE)) < 0 || (r = sd_bus_start(bus)) < 0)
+        return r;
+    *ret = TAKE_PTR(bus);
+    return 0;
+}
+
 int scope_manager_new(sd_event *e, ScopeManager **ret) {
     if (!cgroup_unified())
         return -ENOMEDIUM;
-    if (access(SYSTEMD_PRIVATE, F_OK) < 0 || access("/run/systemd/system", F_OK) < 0)
+    if (access("/run/systemd/system", F_OK) < 0)
         return -EHOSTDOWN;
     _cleanup_(scope_manager_freep) ScopeManager *m = calloc(1, sizeof(*m));
     if (!m)
         return -ENOMEM;
-    int r = sd_bus_new(&m->bus);
+    /* The system bus, as systemd asks of everyone but itself. */
+    int r = sd_bus_open_system(&m->bus);
+    if (r < 0) {
+        m->bus = NULL;
+        r = open_private(&m->bus);
+        if (r < 0)
+            return r;
+        m->private_bus = true;
+    }
+    r = sd_bus_attach_event(m->bus, e, SD_EVENT_PRIORITY_NORMAL);
     if (r < 0)
-        return r;
-    /* The private socket speaks the protocol without a bus daemon in
-     * between (what systemctl uses as root when D-Bus is not running). */
-    if ((r = sd_bus_set_address(m->bus, "unix:path=" SYSTEMD_PRIVATE)) < 0 ||
-        (r = sd_bus_start(m->bus)) < 0 || (r = sd_bus_attach_event(m->bus, e, SD_EVENT_PRIORITY_NORMAL)) < 0)
         return r;
     *ret = TAKE_PTR(m);
     return 0;
+}
+
+bool scope_manager_uses_private_bus(const ScopeManager *m) {
+    return m && m->private_bus;
 }
 
 int scope_unit_name(const char *root, const char *id, char **ret) {

@@ -7,6 +7,7 @@
 #include <time.h>
 #include <sys/file.h>
 #include <sys/stat.h>
+#include <sys/sysmacros.h>
 
 #include "engine.h"
 #include "host-check.h"
@@ -103,6 +104,33 @@ _printf_(2, 3) static int set_error(char **ret_error, const char *fmt, ...) {
     return 0;
 }
 
+/* The pid holding the flock on fd: the kernel's word first (/proc/locks
+ * names the holder of every lock by device and inode), else what the
+ * holder wrote into the file. Returns the pid, or 0 when unknown. */
+static pid_t lock_holder(int fd) {
+    struct stat st;
+    if (fstat(fd, &st) < 0)
+        return 0;
+    _cleanup_free_ char *locks = NULL;
+    if (read_full_file("/proc/locks", &locks, NULL) >= 0)
+        for (char *l = locks; l && *l; l = strchr(l, '\n') ? strchr(l, '\n') + 1 : NULL) {
+            /* "1: FLOCK  ADVISORY  WRITE 1234 08:01:123456 0 EOF" */
+            char type[16];
+            int pid;
+            unsigned maj, min;
+            unsigned long ino;
+            if (sscanf(l, "%*d: %15s %*s %*s %d %x:%x:%lu", type, &pid, &maj, &min, &ino) == 5 &&
+                streq(type, "FLOCK") && pid > 0 && ino == st.st_ino && makedev(maj, min) == st.st_dev)
+                return (pid_t) pid;
+        }
+    char buf[32] = "";
+    ssize_t n = pread(fd, buf, sizeof buf - 1, 0);
+    int pid = 0;
+    if (n > 0 && sscanf(buf, "%d", &pid) == 1 && pid > 0)
+        return (pid_t) pid;
+    return 0;
+}
+
 int engine_open(const EngineOptions *o, Engine **ret, char **ret_error) {
     _cleanup_(engine_freep) Engine *e = engine_alloc();
     int r;
@@ -135,10 +163,34 @@ int engine_open(const EngineOptions *o, Engine **ret, char **ret_error) {
         }
         if (flock(e->lock_fd, LOCK_EX | LOCK_NB) < 0) {
             r = -errno;
-            return set_error(ret_error, "%s is locked: another layoutd or a layoutctl apply/teardown works on %s",
-                             lock, e->layout->root),
+            if (r != -EWOULDBLOCK)
+                return set_error(ret_error, "cannot lock %s: %s", lock, strerror(-r)), r;
+            pid_t holder = lock_holder(e->lock_fd);
+            _cleanup_free_ char *comm = NULL, *comm_path = NULL;
+            if (holder > 0 && asprintf(&comm_path, "/proc/%d/comm", (int) holder) >= 0)
+                (void) read_one_line_file(comm_path, &comm);
+            if (holder <= 0)
+                return set_error(ret_error,
+                                 "%s is locked: another layoutd or a layoutctl apply/repair/teardown works on %s "
+                                 "(`lslocks | grep layoutd-state` names it)",
+                                 lock, e->layout->root),
+                       r;
+            return set_error(ret_error,
+                             "%s is locked by %s (pid %d), which works on %s: %s", lock, comm ?: "a process",
+                             (int) holder, e->layout->root,
+                             streq_ptr(comm, "layoutd")
+                                 ? "stop the agent first (`systemctl stop layoutd`; SIGUSR2 stops it and "
+                                   "leaves the workspaces serving)"
+                                 : "wait for it to end"),
                    r;
         }
+        /* Who holds it, for the next one who finds it locked (and for
+         * people: `cat` names the holder). Only a hint: /proc/locks is
+         * the truth, and a stale pid is never read while nobody holds it. */
+        char pidbuf[32];
+        int k = snprintf(pidbuf, sizeof pidbuf, "%d\n", (int) getpid());
+        if (ftruncate(e->lock_fd, 0) >= 0)
+            (void) !pwrite(e->lock_fd, pidbuf, (size_t) k, 0); /* not fatal: the lock is what matters */
     }
     r = layout_record_path(e->layout, &e->record_path);
     if (r < 0)

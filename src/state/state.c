@@ -316,6 +316,7 @@ static int workspace_to_json(const WorkspaceRecord *w, json_object **ret) {
     snprintf(devbuf, sizeof(devbuf), "%u:%u", major(w->daemon.mount_dev), minor(w->daemon.mount_dev));
     if (add(d, "pid", json_object_new_int64(w->daemon.pid)) < 0 ||
         add(d, "start_time", json_object_new_uint64(w->daemon.start_time)) < 0 ||
+        add_str(d, "boot_id", w->daemon.boot_id[0] ? w->daemon.boot_id : NULL) < 0 ||
         add(d, "boot_id_hash", json_object_new_uint64(w->daemon.boot_id_hash)) < 0 ||
         add_str(d, "mount_dev", devbuf) < 0 ||
         add(d, "restarts", json_object_new_uint64(w->daemon.restarts)) < 0)
@@ -530,7 +531,14 @@ static int workspace_from_json(json_object *o, WorkspaceRecord **ret) {
                 return -EBADMSG;
             w->daemon.pid = (pid_t) p;
         }
-        _cleanup_free_ char *dev = NULL;
+        _cleanup_free_ char *dev = NULL, *boot = NULL;
+        if ((r = get_str(d, "boot_id", false, &boot)) < 0)
+            return r;
+        if (boot) {
+            if (strlen(boot) != 32 || strspn(boot, "0123456789abcdef") != 32)
+                return -EBADMSG;
+            memcpy(w->daemon.boot_id, boot, 33);
+        }
         if ((r = get_u64(d, "start_time", false, &w->daemon.start_time)) < 0 ||
             (r = get_u64(d, "boot_id_hash", false, &w->daemon.boot_id_hash)) < 0 ||
             (r = get_u32(d, "restarts", false, &w->daemon.restarts)) < 0 ||

@@ -45,9 +45,13 @@ typedef struct DaemonRecord {
     pid_t pid;             /* 0: not running */
     uint64_t start_time;   /* /proc/<pid>/stat field 22 (clock ticks since
                               boot): pid + start_time name one process */
-    uint64_t boot_id_hash; /* hash of /proc/sys/kernel/random/boot_id at
-                              spawn: a record from another boot never
-                              matches */
+    char boot_id[33];      /* the boot's id at spawn (sd_id128_get_boot(),
+                              32 hex digits, as `journalctl --list-boots`
+                              shows it): a record from another boot never
+                              matches; "" in records of an older layoutd */
+    uint64_t boot_id_hash; /* what those recorded instead: an FNV-1a hash of
+                              the id; still written, so that an older agent
+                              (a downgrade) re-adopts the daemons too */
     dev_t mount_dev;       /* st_dev of the FUSE mount, 0 if unknown */
     unsigned restarts;     /* restarts since the workspace was created */
 } DaemonRecord;

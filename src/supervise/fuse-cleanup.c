@@ -6,6 +6,8 @@
 #include <sys/statfs.h>
 #include <sys/sysmacros.h>
 
+#include <libmount.h>
+
 #include "fuse-cleanup.h"
 #include "util.h"
 
@@ -19,107 +21,60 @@ void fuse_cleanup_mounts_free(FuseMount *m, size_t n) {
     free(m);
 }
 
-/* mountinfo escapes space, tab, newline and backslash as \ooo. */
-static char *unescape(const char *s, size_t len) {
-    char *out = malloc(len + 1), *o = out;
-    if (!out)
-        return NULL;
-    for (size_t i = 0; i < len; i++) {
-        if (s[i] == '\\' && i + 3 < len && s[i + 1] >= '0' && s[i + 1] <= '3' && s[i + 2] >= '0' && s[i + 2] <= '7' &&
-            s[i + 3] >= '0' && s[i + 3] <= '7') {
-            *o++ = (char) (((s[i + 1] - '0') << 6) | ((s[i + 2] - '0') << 3) | (s[i + 3] - '0'));
-            i += 3;
-        } else
-            *o++ = s[i];
-    }
-    *o = 0;
-    return out;
+static bool is_fuse(const char *fstype) {
+    return fstype && (streq(fstype, "fuse") || streq(fstype, "fuseblk") || strncmp(fstype, "fuse.", 5) == 0);
 }
 
-/* Splits off the next space-separated field. */
-static bool next_field(const char **p, const char **ret, size_t *ret_len) {
-    const char *s = *p;
-    while (*s == ' ')
-        s++;
-    if (!*s || *s == '\n')
-        return false;
-    size_t n = strcspn(s, " \n");
-    *ret = s;
-    *ret_len = n;
-    *p = s + n;
-    return true;
-}
-
-int fuse_cleanup_parse_line(const char *line, FuseMount *ret) {
-    /* id parent major:minor root mountpoint options [optional...] - fstype source superopts */
-    const char *p = line, *f[6];
-    size_t l[6];
-    for (int i = 0; i < 6; i++)
-        if (!next_field(&p, &f[i], &l[i]))
-            return -EBADMSG;
-    const char *sep;
-    size_t seplen;
-    do {
-        if (!next_field(&p, &sep, &seplen))
-            return -EBADMSG;
-    } while (!(seplen == 1 && sep[0] == '-'));
-    const char *fstype;
-    size_t fslen;
-    if (!next_field(&p, &fstype, &fslen))
-        return -EBADMSG;
-    bool fuse = (fslen == 4 && strncmp(fstype, "fuse", 4) == 0) ||
-                (fslen > 5 && strncmp(fstype, "fuse.", 5) == 0) ||
-                (fslen == 7 && strncmp(fstype, "fuseblk", 7) == 0);
-    if (!fuse)
-        return -ENOENT;
-
-    unsigned maj, min;
-    int id;
-    if (sscanf(f[0], "%d", &id) != 1 || sscanf(f[2], "%u:%u", &maj, &min) != 2)
-        return -EBADMSG;
-    char *target = unescape(f[4], l[4]);
-    char *type = strndup(fstype, fslen);
-    if (!target || !type) {
-        free(target);
-        free(type);
-        return -ENOMEM;
-    }
-    *ret = (FuseMount) { .target = target, .fstype = type, .devno = makedev(maj, min), .id = id };
-    return 0;
+/* The kernel never writes a line libmount cannot read; a test file might.
+ * Skip it rather than fail the whole table. */
+static int skip_bad_line(struct libmnt_table *tb, const char *filename, int line) {
+    return 1;
 }
 
 int fuse_cleanup_read_mounts(const char *mountinfo_path, FuseMount **ret, size_t *ret_n) {
-    _cleanup_free_ char *text = NULL;
-    int r = read_full_file(mountinfo_path ?: "/proc/self/mountinfo", &text, NULL);
-    if (r < 0)
+    struct libmnt_table *tb = mnt_new_table();
+    if (!tb)
+        return -ENOMEM;
+    (void) mnt_table_set_parser_errcb(tb, skip_bad_line);
+    int r = mnt_table_parse_file(tb, mountinfo_path ?: "/proc/self/mountinfo");
+    if (r < 0) {
+        mnt_unref_table(tb);
         return r;
+    }
     FuseMount *m = NULL;
     size_t n = 0, cap = 0;
-    for (char *line = text; line && *line;) {
-        char *nl = strchr(line, '\n');
-        if (nl)
-            *nl = 0;
-        FuseMount fm;
-        r = fuse_cleanup_parse_line(line, &fm);
-        if (r == -ENOMEM) {
-            fuse_cleanup_mounts_free(m, n);
-            return r;
-        }
-        if (r == 0) {
-            if (n == cap) {
-                cap = MAX(cap * 2, (size_t) 8);
-                FuseMount *t = realloc(m, cap * sizeof(*m));
-                if (!t) {
-                    free(fm.target);
-                    free(fm.fstype);
-                    fuse_cleanup_mounts_free(m, n);
-                    return -ENOMEM;
-                }
-                m = t;
+    struct libmnt_iter *it = mnt_new_iter(MNT_ITER_FORWARD);
+    struct libmnt_fs *fs;
+    r = it ? 0 : -ENOMEM;
+    while (r >= 0 && mnt_table_next_fs(tb, it, &fs) == 0) {
+        const char *type = mnt_fs_get_fstype(fs), *target = mnt_fs_get_target(fs);
+        if (!is_fuse(type) || !target)
+            continue;
+        if (n == cap) {
+            cap = MAX(cap * 2, (size_t) 8);
+            FuseMount *t = realloc(m, cap * sizeof(*m));
+            if (!t) {
+                r = -ENOMEM;
+                break;
             }
-            m[n++] = fm;
+            m = t;
         }
-        line = nl ? nl + 1 : NULL;
+        /* libmount has unescaped the target ("\040" is a space). */
+        m[n] = (FuseMount) { .target = strdup(target), .fstype = strdup(type), .devno = mnt_fs_get_devno(fs),
+                             .id = mnt_fs_get_id(fs) };
+        if (!m[n].target || !m[n].fstype) {
+            free(m[n].target);
+            free(m[n].fstype);
+            r = -ENOMEM;
+            break;
+        }
+        n++;
+    }
+    mnt_free_iter(it);
+    mnt_unref_table(tb);
+    if (r < 0) {
+        fuse_cleanup_mounts_free(m, n);
+        return r;
     }
     *ret = m;
     *ret_n = n;

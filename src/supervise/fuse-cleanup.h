@@ -2,9 +2,9 @@
 #pragma once
 
 /*
- * FUSE mounts as the supervisor sees them: found in /proc/self/mountinfo
- * (never by stat(): a dead FUSE mount answers ENOTCONN and a hung one never
- * answers), their connections in fusectl (/sys/fs/fuse/connections/<dev>/),
+ * FUSE mounts as the supervisor sees them: found in /proc/self/mountinfo,
+ * read by libmount (never by stat(): a dead FUSE mount answers ENOTCONN and
+ * a hung one never answers), their connections in fusectl (/sys/fs/fuse/connections/<dev>/),
  * and the clean-up of a mount whose daemon is gone: abort the connection,
  * detach the mount, check that a plain directory is left.
  * Library code: 0 / -errno, never logs.
@@ -25,18 +25,15 @@ typedef struct FuseMount {
 /* Frees an array of n mounts. Accepts NULL. */
 void fuse_cleanup_mounts_free(FuseMount *m, size_t n);
 
-/* Reads every FUSE mount from mountinfo_path (NULL: /proc/self/mountinfo),
- * in table order (so a later entry at the same target is stacked above an
- * earlier one). Returns: <0 on error, 0 with *ret and *ret_n (may be 0/NULL). */
+/* Reads every FUSE mount ("fuse", "fuse.<subtype>", "fuseblk") from
+ * mountinfo_path (NULL: /proc/self/mountinfo) with libmount, in table
+ * order (so a later entry at the same target is stacked above an earlier
+ * one); a line that does not parse is skipped. Returns: <0 on error, 0
+ * with *ret and *ret_n (may be 0/NULL). */
 int fuse_cleanup_read_mounts(const char *mountinfo_path, FuseMount **ret, size_t *ret_n);
 
 /* The topmost FUSE mount at target in m[0..n), or NULL. */
 const FuseMount *fuse_cleanup_find(const FuseMount *m, size_t n, const char *target);
-
-/* Parses one mountinfo line into *ret. Returns: -ENOENT when the line is
- * not a FUSE mount, -EBADMSG when it does not parse, -ENOMEM, 0. (Exported
- * for the unit test.) */
-int fuse_cleanup_parse_line(const char *line, FuseMount *ret);
 
 /* Mounts fusectl on FUSECTL_DIR unless it is mounted already (another
  * caller may race us: EBUSY is success if it is mounted afterwards).

@@ -4,6 +4,8 @@
 #include <stdio.h>
 #include <sys/syscall.h>
 
+#include <systemd/sd-id128.h>
+
 #include "proc.h"
 #include "util.h"
 
@@ -53,17 +55,24 @@ bool proc_is_dead(pid_t pid) {
     return p[2] == 'Z' || p[2] == 'X';
 }
 
-int proc_boot_id_hash(uint64_t *ret) {
-    _cleanup_free_ char *s = NULL;
-    int r = read_one_line_file("/proc/sys/kernel/random/boot_id", &s);
+int proc_boot_id(char ret[static 33], uint64_t *ret_legacy_hash) {
+    sd_id128_t id;
+    int r = sd_id128_get_boot(&id);
     if (r < 0)
         return r;
+    char s[SD_ID128_STRING_MAX], uuid[SD_ID128_UUID_STRING_MAX];
+    sd_id128_to_string(id, s);
+    /* Older records hold an FNV-1a hash of the id as the kernel prints it
+     * (/proc/sys/kernel/random/boot_id: the UUID form, lower case). */
+    snprintf(uuid, sizeof uuid, SD_ID128_UUID_FORMAT_STR, SD_ID128_FORMAT_VAL(id));
     uint64_t h = UINT64_C(0xcbf29ce484222325);
-    for (const char *c = s; *c; c++) {
+    for (const char *c = uuid; *c; c++) {
         h ^= (unsigned char) *c;
         h *= UINT64_C(0x100000001b3);
     }
-    *ret = h ?: 1;
+    memcpy(ret, s, 33);
+    if (ret_legacy_hash)
+        *ret_legacy_hash = h ?: 1;
     return 0;
 }
 

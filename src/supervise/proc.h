@@ -24,9 +24,12 @@ int proc_parse_start_time(const char *stat_text, uint64_t *ret);
  * (an init that does not reap) never waits for it. */
 bool proc_is_dead(pid_t pid);
 
-/* A 64-bit FNV-1a hash of /proc/sys/kernel/random/boot_id, never 0.
+/* This boot's id (sd_id128_get_boot(), the kernel's boot_id, which
+ * `journalctl --list-boots` shows) as 32 lower-case hex digits in ret,
+ * and in *ret_legacy_hash (may be NULL) the 64-bit FNV-1a hash of its
+ * UUID form, never 0, that older records hold instead.
  * Returns: <0 on error, 0. */
-int proc_boot_id_hash(uint64_t *ret);
+int proc_boot_id(char ret[static 33], uint64_t *ret_legacy_hash);
 
 /* pidfd_open(2), O_CLOEXEC implied. Returns: -errno or the fd. */
 int proc_pidfd_open(pid_t pid);

@@ -26,6 +26,7 @@
 #include "backoff.h"
 #include "fuse-cleanup.h"
 #include "linebuf.h"
+#include "mount-monitor.h"
 #include "proc.h"
 #include "spawn.h"
 #include "supervisor.h"
@@ -98,13 +99,13 @@ struct Supervisor {
     SupervisorCallbacks cb;
     void *userdata;
     char *runtime_dir;
-    uint64_t boot_id_hash;
+    char boot_id[33];            /* this boot's (proc_boot_id) */
+    uint64_t boot_id_hash;       /* and its hash, as older records hold it */
 
     Workspace **ws;
     size_t n_ws, cap_ws;
 
-    int mountinfo_fd;
-    sd_event_source *mountinfo_source;
+    MountMonitor *mount_monitor;
     sd_event_source *post_source;
 
     bool stop_all_active;
@@ -164,10 +165,10 @@ static void disarm(sd_event_source *src) {
         (void) sd_event_source_set_enabled(src, SD_EVENT_OFF);
 }
 
-/* The mountinfo watch (mountinfo_handler) stays enabled: the kernel reports a change once per
- * poll of the fd (mounts_poll() updates its "seen" counter while polling),
- * so toggling the epoll registration can swallow a change. An idle host
- * mounts rarely; each change costs one read of the table, not a poll loop. */
+/* The mount monitor stays enabled: the kernel reports a change once per
+ * poll of mountinfo (mounts_poll() updates its "seen" counter while
+ * polling), so toggling the registration can swallow a change. An idle
+ * host mounts rarely; each change costs one read of the table. */
 /* ---- daemon output ----------------------------------------------------- */
 
 static void on_line(const char *line, bool truncated, void *userdata) {
@@ -463,6 +464,7 @@ static int action_spawn(Workspace *w) {
     w->ever_ran = true;
     w->rec.pid = pid;
     w->rec.start_time = st;
+    memcpy(w->rec.boot_id, s->boot_id, sizeof w->rec.boot_id);
     w->rec.boot_id_hash = s->boot_id_hash;
     w->rec.mount_dev = 0;
     w->adopted = false;
@@ -569,8 +571,6 @@ static void workspace_dispatch(Workspace *w, SupervisorEvent ev) {
 static void mountinfo_check(Supervisor *s) {
     FuseMount *m = NULL;
     size_t n = 0;
-    /* POLLPRI on the mountinfo fd says "the table changed"; the kernel
-     * re-arms it in poll itself, so no read of this fd is needed. */
     if (fuse_cleanup_read_mounts(NULL, &m, &n) < 0)
         return;
     usec_t now = now_mono();
@@ -592,9 +592,8 @@ static void mountinfo_check(Supervisor *s) {
     fuse_cleanup_mounts_free(m, n);
 }
 
-static int mountinfo_handler(sd_event_source *src, int fd, uint32_t revents, void *userdata) {
+static void on_mounts_changed(void *userdata) {
     mountinfo_check(userdata);
-    return 0;
 }
 
 static Workspace *workspace_free(Workspace *w) {
@@ -688,11 +687,10 @@ int supervisor_new(sd_event *e, const SupervisorCallbacks *cb, void *userdata,
     if (!s)
         return -ENOMEM;
     s->event = sd_event_ref(e);
-    s->mountinfo_fd = -EBADF;
     if (cb)
         s->cb = *cb;
     s->userdata = userdata;
-    int r = proc_boot_id_hash(&s->boot_id_hash);
+    int r = proc_boot_id(s->boot_id, &s->boot_id_hash);
     if (r < 0)
         goto fail;
     if (runtime_dir) {
@@ -705,12 +703,9 @@ int supervisor_new(sd_event *e, const SupervisorCallbacks *cb, void *userdata,
             goto fail;
         }
     }
-    s->mountinfo_fd = open("/proc/self/mountinfo", O_RDONLY | O_CLOEXEC);
-    if (s->mountinfo_fd < 0) {
-        r = negative_errno();
-        goto fail;
-    }
-    r = sd_event_add_io(e, &s->mountinfo_source, s->mountinfo_fd, EPOLLPRI, mountinfo_handler, s);
+    /* A daemon is ready when its mount appears: libmount's monitor says
+     * when the table changed, mountinfo_check() looks. */
+    r = mount_monitor_new(e, on_mounts_changed, s, &s->mount_monitor);
     if (r < 0)
         goto fail;
     r = sd_event_add_defer(e, &s->post_source, post_handler, s);
@@ -730,10 +725,9 @@ Supervisor *supervisor_free(Supervisor *s) {
     for (size_t i = 0; i < s->n_ws; i++)
         workspace_free(s->ws[i]);
     free(s->ws);
-    s->mountinfo_source = sd_event_source_disable_unref(s->mountinfo_source);
+    s->mount_monitor = mount_monitor_free(s->mount_monitor);
     s->post_source = sd_event_source_disable_unref(s->post_source);
     s->stop_all_timer = sd_event_source_disable_unref(s->stop_all_timer);
-    s->mountinfo_fd = safe_close(s->mountinfo_fd);
     free(s->runtime_dir);
     sd_event_unref(s->event);
     free(s);
@@ -753,7 +747,10 @@ static int try_adopt(Workspace *w, const DaemonRecord *rec) {
     Supervisor *s = w->sup;
     uint64_t st;
 
-    if (rec->boot_id_hash != s->boot_id_hash) {
+    /* The id itself where the record has it (an operator matches it with
+     * `journalctl -b`); a record of an older layoutd has only its hash. */
+    bool same_boot = rec->boot_id[0] ? streq(rec->boot_id, s->boot_id) : rec->boot_id_hash == s->boot_id_hash;
+    if (!same_boot) {
         ws_log(w, LOG_NOTICE, "recorded daemon is from another boot");
         return 0;
     }

@@ -6,7 +6,7 @@
  * sd-event loop (docs/supervision.md).
  *
  * For each workspace it starts the daemon (spawn.c), waits for its FUSE mount
- * to appear in /proc/self/mountinfo (watched with EPOLLPRI, no polling),
+ * to appear in /proc/self/mountinfo (libmount's mnt_monitor: no polling),
  * restarts it with backoff when it dies (backoff.c), gives up after a crash
  * loop (state FAILED until supervisor_restart()), cleans the dead mount a
  * dead daemon leaves (fuse-cleanup.c), optionally watches for hung

@@ -10,7 +10,8 @@
  *   api-testserver --socket PATH [--mode 0666] [--group NAME]
  *       [--workspaces N] [--slots-per-volume N] [--max-body BYTES]
  *       [--connection-limit N] [--idle-timeout SEC] [--request-timeout SEC]
- *       [--state starting|ready|stopping]
+ *       [--state starting|ready|stopping] [--ready-after MS]
+ *       [--health ok|warning|degraded] [--label VALUE]
  *
  * Prints "READY <connection-limit>" on stdout once it serves; stops on
  * SIGTERM/SIGINT.
@@ -59,6 +60,8 @@ typedef struct FakeEngine {
     pid_t next_pid;
     usec_t started;
     sd_event *event;
+    const char *health;          /* --health: what status and health say */
+    Api *api;
 } FakeEngine;
 
 static const double probe_bounds[] = { 0.001, 0.01, 0.1 };
@@ -138,7 +141,8 @@ static int fake_status(void *ud, ApiCall *call) {
     json_object *o = json_object_new_object(), *l = json_object_new_object(),
                 *v = json_object_new_object(), *w = json_object_new_object();
     json_object_object_add(o, "version", json_object_new_string(LAYOUTD_VERSION));
-    json_object_object_add(o, "state", json_object_new_string("ready"));
+    json_object_object_add(o, "state", json_object_new_string(api_state_to_string(api_get_state(e->api))));
+    json_object_object_add(o, "health", json_object_new_string(e->health));
     json_object_object_add(o, "pid", json_object_new_int(getpid()));
     json_object_object_add(o, "uptime_sec", json_object_new_uint64((now_usec(CLOCK_MONOTONIC) - e->started) / USEC_PER_SEC));
     json_object_object_add(l, "path", json_object_new_string("/etc/layoutd/layouts.d/default.yaml"));
@@ -157,6 +161,20 @@ static int fake_status(void *ud, ApiCall *call) {
     json_object_object_add(o, "workspaces", w);
     json_object_object_add(o, "problems", json_object_new_array());
     call->reply = o;
+    return 0;
+}
+
+/* GET /v1/health as the agent answers it: 200 when ready and nothing is
+ * worse than a warning, 503 otherwise. */
+static int fake_health(void *ud, ApiCall *call) {
+    FakeEngine *e = ud;
+    ApiState st = api_get_state(e->api);
+    bool healthy = st == API_STATE_READY && (streq(e->health, "ok") || streq(e->health, "warning"));
+    call->reply = json_object_new_object();
+    json_object_object_add(call->reply, "health",
+                           json_object_new_string(st == API_STATE_READY ? e->health : api_state_to_string(st)));
+    json_object_object_add(call->reply, "problems", json_object_new_array());
+    call->status = healthy ? 200 : 503;
     return 0;
 }
 
@@ -411,6 +429,7 @@ static int fake_metrics(void *ud, MetricsWriter *w, ApiError *err) {
 static const ApiOps fake_ops = {
     .handlers = {
         [API_ROUTE_STATUS] = fake_status,
+        [API_ROUTE_HEALTH] = fake_health,
         [API_ROUTE_VOLUMES] = fake_list_volumes,
         [API_ROUTE_VOLUME] = fake_get_volume,
         [API_ROUTE_WORKSPACES] = fake_list_workspaces,
@@ -426,6 +445,11 @@ static const ApiOps fake_ops = {
 
 static void log_stderr(void *ud, int prio, const char *msg) {
     fprintf(stderr, "api-testserver: <%d> %s\n", prio, msg);
+}
+
+static int on_ready_timer(sd_event_source *s, uint64_t usec, void *ud) {
+    api_set_state(ud, API_STATE_READY);
+    return 0;
 }
 
 static int on_signal(sd_event_source *s, const struct signalfd_siginfo *si, void *ud) {
@@ -444,6 +468,9 @@ int main(int argc, char *argv[]) {
         { "idle-timeout", required_argument, NULL, 'i' },
         { "request-timeout", required_argument, NULL, 't' },
         { "state", required_argument, NULL, 'x' },
+        { "ready-after", required_argument, NULL, 'R' },
+        { "health", required_argument, NULL, 'H' },
+        { "label", required_argument, NULL, 'L' },
         { "quiet", no_argument, NULL, 'q' },
         {}
     };
@@ -451,6 +478,8 @@ int main(int argc, char *argv[]) {
     mode_t mode = 0660;
     unsigned n_ws = 3, slots = 8;
     ApiState state = API_STATE_READY;
+    unsigned ready_after_ms = 0;
+    const char *health = "ok", *extra_label = NULL;
     bool quiet = false;
     ApiServerConfig cf = { .log = log_stderr };
     int c, r;
@@ -473,6 +502,9 @@ int main(int argc, char *argv[]) {
                 return 2;
             }
             break;
+        case 'R': ready_after_ms = (unsigned) strtoul(optarg, NULL, 10); break;
+        case 'H': health = optarg; break;
+        case 'L': extra_label = optarg; break;
         case 'q': quiet = true; break;
         default: return 2;
         }
@@ -492,6 +524,7 @@ int main(int argc, char *argv[]) {
         },
         .next_pid = 40000,
         .started = now_usec(CLOCK_MONOTONIC),
+        .health = health,
     };
     /* Room for the requested workspaces plus a few, so creates succeed. */
     e.slots_per_volume = MAX(slots, (n_ws + 1) / 2);
@@ -506,6 +539,9 @@ int main(int argc, char *argv[]) {
         snprintf(id, sizeof(id), "ws-%u", i);
         json_object *labels = json_object_new_object();
         json_object_object_add(labels, "team", json_object_new_string(i % 2 ? "red" : "blue"));
+        /* --label: a value as a hostile client could set it (escaping tests). */
+        if (extra_label && i == 0)
+            json_object_object_add(labels, "note", json_object_new_string(extra_label));
         r = fake_add(&e, id, i % 2 ? "acme" : NULL, i % 3 ? 2 * GIB : 0, labels, NULL, NULL);
         json_object_put(labels);
         if (r < 0) {
@@ -547,7 +583,15 @@ int main(int argc, char *argv[]) {
         fprintf(stderr, "api_new: %s\n", strerror(-r));
         return 1;
     }
+    e.api = api;
     api_set_state(api, state);
+    /* --ready-after MS: starting, then ready, as the agent is once its
+     * volumes are up. */
+    if (ready_after_ms > 0) {
+        api_set_state(api, API_STATE_STARTING);
+        (void) sd_event_add_time_relative(event, NULL, CLOCK_MONOTONIC, ready_after_ms * USEC_PER_MSEC, 0,
+                                          on_ready_timer, api);
+    }
     printf("READY %u\n", api_get_connection_limit(api));
     fflush(stdout);
 

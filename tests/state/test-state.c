@@ -62,7 +62,8 @@ static void fill(StateRecord *s) {
         .mountpoint = (char *) "/srv/l/workspaces/ws-1",
         .active = true,
         .created_at = 5,
-        .daemon = { .pid = 4242, .start_time = 99, .boot_id_hash = UINT64_MAX, .mount_dev = makedev(0, 57), .restarts = 3 },
+        .daemon = { .pid = 4242, .start_time = 99, .boot_id = "0123456789abcdef0123456789abcdef",
+                    .boot_id_hash = UINT64_MAX, .mount_dev = makedev(0, 57), .restarts = 3 },
     };
     assert_int_equal(state_record_add_workspace(s, &w, NULL), 0);
     w.id = (char *) "ws-2";
@@ -98,6 +99,7 @@ static void test_round_trip(void **unused) {
     assert_non_null(w);
     assert_int_equal(w->daemon.pid, 4242);
     assert_true(w->daemon.boot_id_hash == UINT64_MAX);
+    assert_string_equal(w->daemon.boot_id, "0123456789abcdef0123456789abcdef");
     assert_int_equal(major(w->daemon.mount_dev), 0);
     assert_int_equal(minor(w->daemon.mount_dev), 57);
     assert_int_equal(strv_length((const char *const *) w->labels), 2);
@@ -147,6 +149,18 @@ static void test_strict(void **unused) {
                -EBADMSG);
     expect_bad("{\"version\": 1, \"workspaces\": [{\"id\": \"a\", \"daemon\": {\"mount_dev\": \"zz\"}}]}", -EBADMSG);
     expect_bad("{\"version\": 1, \"workspaces\": [{\"id\": \"a\", \"daemon\": {\"pid\": -5}}]}", -EBADMSG);
+    expect_bad("{\"version\": 1, \"workspaces\": [{\"id\": \"a\", \"daemon\": {\"boot_id\": \"0123\"}}]}", -EBADMSG);
+    expect_bad("{\"version\": 1, \"workspaces\": [{\"id\": \"a\", \"daemon\": "
+               "{\"boot_id\": \"0123456789ABCDEF0123456789abcdef\"}}]}", -EBADMSG);
+
+    /* A record of an older layoutd: the boot id's hash only. */
+    _cleanup_(state_record_freep) StateRecord *old = NULL;
+    assert_int_equal(state_record_from_json_string("{\"version\": 1, \"workspaces\": [{\"id\": \"a\", \"daemon\": "
+                                                   "{\"pid\": 7, \"boot_id_hash\": 12345}}]}", &old), 0);
+    WorkspaceRecord *ow = state_record_find_workspace(old, "a");
+    assert_non_null(ow);
+    assert_string_equal(ow->daemon.boot_id, "");
+    assert_true(ow->daemon.boot_id_hash == 12345);
 
     /* Minimal valid, with an unknown informational key. */
     _cleanup_(state_record_freep) StateRecord *s = NULL;

@@ -327,25 +327,35 @@ static void test_linebuf(void **st) {
 /* ---- parsers ----------------------------------------------------------- */
 
 static void test_mountinfo_line(void **st) {
-    FuseMount m;
-    assert_int_equal(fuse_cleanup_parse_line(
-        "812 30 0:93 / /tmp/a\\040b rw,nosuid,nodev,relatime shared:470 - fuse.testfs testfs "
-        "rw,user_id=0,group_id=0", &m), 0);
-    assert_string_equal(m.target, "/tmp/a b");
-    assert_string_equal(m.fstype, "fuse.testfs");
-    assert_int_equal(major(m.devno), 0);
-    assert_int_equal(minor(m.devno), 93);
-    assert_int_equal(m.id, 812);
-    free(m.target);
-    free(m.fstype);
-    assert_int_equal(fuse_cleanup_parse_line(
-        "30 1 8:1 / / rw,relatime - ext4 /dev/sda1 rw", &m), -ENOENT);
-    assert_int_equal(fuse_cleanup_parse_line("garbage", &m), -EBADMSG);
-    assert_int_equal(fuse_cleanup_parse_line(
-        "40 30 0:50 / /x rw - fuseblk /dev/sdb1 rw", &m), 0);
-    free(m.target);
-    free(m.fstype);
-    assert_int_equal(fuse_cleanup_parse_line("40 30 0:50 / /x rw - fusectl x rw", &m), -ENOENT);
+    /* A mountinfo as the kernel writes it (and a line it never would),
+     * read by libmount: only the FUSE mounts come back, in order. */
+    char path[] = "/tmp/test-supervise-mountinfo.XXXXXX";
+    int fd = mkstemp(path);
+    assert_true(fd >= 0);
+    FILE *f = fdopen(fd, "w");
+    assert_non_null(f);
+    fputs("30 1 8:1 / / rw,relatime - ext4 /dev/sda1 rw\n"
+          "812 30 0:93 / /tmp/a\\040b rw,nosuid,nodev,relatime shared:470 - fuse.testfs testfs "
+          "rw,user_id=0,group_id=0\n"
+          "garbage\n"
+          "40 30 0:50 / /x rw - fuseblk /dev/sdb1 rw\n"
+          "41 30 0:51 / /sys/fs/fuse/connections rw - fusectl fusectl rw\n",
+          f);
+    assert_int_equal(fclose(f), 0);
+    FuseMount *m = NULL;
+    size_t n = 0;
+    assert_int_equal(fuse_cleanup_read_mounts(path, &m, &n), 0);
+    unlink(path);
+    assert_int_equal(n, 2);
+    assert_string_equal(m[0].target, "/tmp/a b");
+    assert_string_equal(m[0].fstype, "fuse.testfs");
+    assert_int_equal(major(m[0].devno), 0);
+    assert_int_equal(minor(m[0].devno), 93);
+    assert_int_equal(m[0].id, 812);
+    assert_string_equal(m[1].target, "/x");
+    assert_string_equal(m[1].fstype, "fuseblk");
+    fuse_cleanup_mounts_free(m, n);
+    assert_int_equal(fuse_cleanup_read_mounts("/nonexistent/mountinfo", &m, &n) < 0, 1);
 
     FuseMount tab[2] = { { .target = "/a", .devno = 1 }, { .target = "/a", .devno = 2 } };
     assert_int_equal(fuse_cleanup_find(tab, 2, "/a")->devno, 2); /* topmost */
@@ -361,9 +371,25 @@ static void test_proc_stat(void **st) {
     assert_int_equal(proc_parse_start_time("1 (x) S 1 2", &t), -EBADMSG);
     assert_int_equal(proc_start_time(getpid(), &t), 0);
     assert_true(t > 0);
+    /* The boot id is the kernel's, and the legacy hash is the one older
+     * records hold: FNV-1a of the id as /proc prints it. */
+    char id[33];
     uint64_t h1, h2;
-    assert_int_equal(proc_boot_id_hash(&h1), 0);
-    assert_int_equal(proc_boot_id_hash(&h2), 0);
+    assert_int_equal(proc_boot_id(id, &h1), 0);
+    assert_int_equal(strlen(id), 32);
+    assert_int_equal(strspn(id, "0123456789abcdef"), 32);
+    _cleanup_free_ char *kernel = NULL;
+    assert_int_equal(read_one_line_file("/proc/sys/kernel/random/boot_id", &kernel), 0);
+    uint64_t h = UINT64_C(0xcbf29ce484222325);
+    for (const char *c = kernel; *c; c++)
+        h = (h ^ (unsigned char) *c) * UINT64_C(0x100000001b3);
+    assert_true(h1 == (h ?: 1));
+    char undashed[33] = "";
+    for (const char *c = kernel; *c; c++)
+        if (*c != '-')
+            strncat(undashed, c, 1);
+    assert_string_equal(id, undashed);
+    assert_int_equal(proc_boot_id(id, &h2), 0);
     assert_true(h1 == h2 && h1 != 0);
 }
 

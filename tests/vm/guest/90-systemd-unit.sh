@@ -45,7 +45,7 @@ checksums() { for w in ws-1 ws-2; do (cd "$(get /v1/workspaces/$w | jq -r .mount
 fuse_mounts() { findmnt -rn -o TARGET,FSTYPE | awk -v r="$root/" 'index($1, r) == 1 && $2 ~ /^fuse/ {print $1}'; }
 since() { journalctl -u "$unit" --no-pager -o cat --since "@$1"; }
 
-on_exit "layoutctl shutdown --stop-workspaces >/dev/null 2>&1; systemctl stop $unit 2>/dev/null;
+on_exit "systemctl stop layoutd.socket 2>/dev/null; layoutctl shutdown --stop-workspaces >/dev/null 2>&1; systemctl stop $unit 2>/dev/null;
          pkill -x layoutd-wsfs 2>/dev/null; sleep 1; layoutctl teardown --layout $layouts/vm.yaml >/dev/null 2>&1;
          for m in \$(findmnt -rn -o TARGET | grep '^$root/' | sort -r); do umount -l \$m; done;
          dmsetup remove layoutd-content-0 2>/dev/null;
@@ -54,7 +54,8 @@ on_exit "layoutctl shutdown --stop-workspaces >/dev/null 2>&1; systemctl stop $u
 
 # ---- what the package set up ---------------------------------------------
 step "package: unit, group, conffile"
-systemd-analyze verify /lib/systemd/system/layoutd.service || fail "systemd-analyze verify failed"
+systemd-analyze verify /lib/systemd/system/layoutd.service /lib/systemd/system/layoutd.socket ||
+    fail "systemd-analyze verify failed"
 getent group layoutd || fail "group layoutd missing (postinst: systemd-sysusers)"
 [ -d /run/layoutd ] || fail "/run/layoutd missing (postinst: systemd-tmpfiles)"
 dpkg-query -W -f='${Conffiles}\n' layoutd | tee conffiles.out
@@ -117,6 +118,10 @@ pid0=$(prop MainPID)
 [ "$(readlink /proc/$pid0/ns/mnt)" = "$(readlink /proc/1/ns/mnt)" ] ||
     fail "the agent runs in its own mount namespace: its mounts are invisible to the host"
 [ "$(stat -c %G $sock)" = layoutd ] || fail "socket group is $(stat -c %G $sock), not layoutd"
+# The unit wants its socket: systemd holds it, the agent took it.
+[ "$(systemctl is-active layoutd.socket)" = active ] || fail "layoutd.socket is not active with the service"
+since "$ts_start" | has 'API listening on /run/layoutd/api.sock (the socket systemd passed)' ||
+    fail "the agent did not take the socket systemd holds"
 get /v1/status | tee status.json | jq .
 [ "$(jq -r .state status.json)" = ready ] || fail "status state is $(jq -r .state status.json), not ready"
 
@@ -260,13 +265,15 @@ step "watchdog: still active past WatchdogSec, same main pid, no restarts"
 log "RESULT watchdog=$wd uptime=$(( $(date +%s) - ts_start ))s main_pid=$pid0 restarts=0"
 
 # ---- reload ----------------------------------------------------------------
-step "systemctl reload with a broken layout: the old one keeps running"
+step "systemctl reload with a broken layout fails (ExecReload=layoutctl reload); the old one keeps running"
 pids_before=$(for w in ws-1 ws-2 ws-3; do ws_pid $w; done | tr '\n' ' ')
 sed -i 's/workspaces_per_volume: 2/workspaces_per_volume: two/' $layouts/vm.yaml
 ts=$(date +%s)
-systemctl reload $unit || fail "systemctl reload failed"
+systemctl reload $unit && fail "systemctl reload succeeded with a refused layout"
 has_error() { [ "$(get /v1/status | jq -r .last_reload_error)" != null ]; }
 wait_for 30 "last_reload_error in /v1/status" has_error
+# The reload's own output (layoutctl's error line) is in the unit's journal.
+since "$ts" | has 'layoutctl reload: .*workspaces_per_volume' || fail "the failed reload did not say why in the journal"
 log "last_reload_error: $(get /v1/status | jq -r .last_reload_error)"
 [ "$(systemctl is-active $unit)" = active ] || fail "not active after a refused reload"
 [ "$(prop MainPID)" = "$pid0" ] || fail "the agent restarted on reload"
@@ -276,7 +283,7 @@ since "$ts" | has 'Reload refused' || fail "no 'Reload refused' in the journal"
 journalctl --no-pager -o cat --since "@$ts" MESSAGE_ID=fe7ea5016b2e46ab901613e57f5d2835 | has 'Reload refused' ||
     fail "the refused reload has not its MESSAGE_ID"
 cp /root/vm.yaml.good $layouts/vm.yaml
-systemctl reload $unit
+systemctl reload $unit || fail "systemctl reload of the good layout failed"
 no_error() { [ "$(get /v1/status | jq -r .last_reload_error)" = null ]; }
 wait_for 30 "a good reload to clear last_reload_error" no_error
 
