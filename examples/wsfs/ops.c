@@ -229,7 +229,7 @@ static int open_handle(Fs *fs, Inode *i, int flags, int fd, Handle **ret) {
             r = owned;
         if (r > 0 && !writable) {
             _cleanup_pin_ Pin p = pin(fs, i);
-            h->obj_fd = p.fd < 0 ? p.fd : stub_open_object(fs, p.fd, hex);
+            h->obj_fd = p.fd < 0 ? p.fd : stub_open_object(fs, i, p.fd, hex);
             h->copyups = atomic_load(&i->copyups);
             if (h->obj_fd == -ENOENT)
                 i->stub = STUB_NO; /* the stub's own data it is */
@@ -473,6 +473,10 @@ static void remove_entry(fuse_req_t req, Fs *fs, fuse_ino_t parent, const char *
      * readable and writable, as POSIX wants. */
     if (unlinkat(p.fd, name, flags) < 0)
         return (void) fuse_reply_err(req, errno);
+    /* It may have been a stub: the pool share counts again when it
+     * matters (one store, no lookup of what went). */
+    if (!(flags & AT_REMOVEDIR))
+        share_note_removed(&fs->share);
     record(fs, NULL, false, pi, NULL);
     fuse_reply_err(req, 0);
 }
@@ -504,6 +508,7 @@ static void op_rename(fuse_req_t req, fuse_ino_t parent, const char *name, fuse_
     cas_unlock_shared(fs->cfg.pool);
     if (r < 0)
         return (void) fuse_reply_err(req, err);
+    share_note_removed(&fs->share); /* it may have replaced a stub */
     record(fs, NULL, false, pi, npi);
     fuse_reply_err(req, 0);
 }
@@ -994,17 +999,35 @@ int fs_new(const FsConfig *cfg, Fs **ret) {
     pthread_mutex_init(&fs->cas_lock, NULL);
     pthread_mutex_init(&fs->log_lock, NULL);
     fs->euid = geteuid();
+    if ((r = share_init(&fs->share, cfg->pool, cfg->root_fd, cfg->pool_share, cfg->stats)) < 0) {
+        pthread_mutex_destroy(&fs->cas_lock);
+        pthread_mutex_destroy(&fs->log_lock);
+        inode_table_done(&fs->inodes, &fs->fdc);
+        fdcache_done(&fs->fdc);
+        mount_table_done(&fs->mounts);
+        return r;
+    }
     *ret = TAKE_PTR(fs);
     return 0;
 }
 
+void fs_set_session(Fs *fs, struct fuse_session *se) {
+    fs->se = se;
+}
+
+static void write_stats(void *userdata) {
+    committer_stats_changed(userdata);
+}
+
 void fs_set_committer(Fs *fs, Committer *c) {
     fs->committer = c;
+    share_start(&fs->share, write_stats, c);
 }
 
 void fs_free(Fs *fs) {
     if (!fs)
         return;
+    share_done(&fs->share);
     for (Handle *h = fs->handles, *n; h; h = n) {
         n = h->next;
         safe_close(h->fd);
