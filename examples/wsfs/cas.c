@@ -180,8 +180,10 @@ static int hash_copy(const CasPool *p, int in, int out, CasCancelFn cancel, void
     }
     if (EVP_DigestInit_ex(ctx, EVP_sha256(), NULL) != 1)
         goto out;
-    for (off_t off = 0;;) {
-        if (cancel && off > 0 && cancel(userdata)) {
+    for (off_t off = 0, last = 0;;) {
+        /* After a whole chunk (more may follow): a file of one chunk is
+         * only asked once, by the caller before it publishes. */
+        if (cancel && last == CHUNK && cancel(userdata)) {
             r = -ECANCELED;
             goto out;
         }
@@ -203,6 +205,7 @@ static int hash_copy(const CasPool *p, int in, int out, CasCancelFn cancel, void
             done += w;
         }
         off += n;
+        last = n;
         if (p && p->test_copy_delay_ms > 0 && out >= 0)
             nanosleep(&(struct timespec) { p->test_copy_delay_ms / 1000, (p->test_copy_delay_ms % 1000) * 1000000L },
                       NULL);

@@ -38,6 +38,13 @@ typedef struct Args {
 
 static atomic_bool stopping;
 
+static void args_done(Args *a) {
+    cli_free_list(a->content, a->n_content);
+    a->content = NULL;
+    a->n_content = 0;
+    a->fuse_opts = mfree(a->fuse_opts);
+}
+
 static void usage(FILE *f) {
     fprintf(f,
             "usage: layoutd-wsfs [options] --state DIR [--content DIR[,DIR...]] MOUNTPOINT\n"
@@ -302,7 +309,7 @@ static void *sigusr1_thread(void *arg) {
 }
 
 int main(int argc, char **argv) {
-    Args a;
+    _cleanup_(args_done) Args a = {};
     Stats stats;
     CasPool pool = {};
     Fs *fs = NULL;
@@ -473,10 +480,6 @@ stop:
     stats_done(&stats);
     safe_close(root_fd);
     safe_close(sync_fd);
-    for (size_t i = 0; i < a.n_content; i++)
-        free(a.content[i]);
-    free(a.content);
-    free(a.fuse_opts);
     fuse_opt_free_args(&fargs);
     return ret;
 }

@@ -1000,6 +1000,7 @@ int fs_new(const FsConfig *cfg, Fs **ret) {
     pthread_mutex_init(&fs->log_lock, NULL);
     fs->euid = geteuid();
     if ((r = share_init(&fs->share, cfg->pool, cfg->root_fd, cfg->pool_share, cfg->stats)) < 0) {
+        share_done(&fs->share);
         pthread_mutex_destroy(&fs->cas_lock);
         pthread_mutex_destroy(&fs->log_lock);
         inode_table_done(&fs->inodes, &fs->fdc);

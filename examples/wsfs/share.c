@@ -79,17 +79,25 @@ static int walk_file(Walker *walker, int dir_fd, const char *rel, const char *na
     if (!digest_from_hex(val, &d))
         return 0;
     int r = digest_set_add(&w->refs, &d);
+    if (r < 0) {
+        w->failed = true;
+        return r;
+    }
     if (r > 0)
         w->used += st->st_size;
-    if (r < 0 || digest_set_has(&w->present, &d))
-        return r < 0 ? (w->failed = true, r) : 0;
+    if (digest_set_has(&w->present, &d))
+        return 0;
     /* Neither in the pool nor in the trash, and not known to hold its
      * whole data: reads of it will be EIO. A stub with the marker is
      * checked when it is opened (its data is hashed then); another stub
      * of the same digest may have none, so each is looked at. */
     int state = cas_object_state(w->s->pool, val);
+    if (state > 0 && digest_set_add(&w->present, &d) < 0) {
+        w->failed = true;
+        return -ENOMEM;
+    }
     if (state != 0)
-        return state > 0 && digest_set_add(&w->present, &d) < 0 ? (w->failed = true, -ENOMEM) : 0;
+        return 0; /* there (or an error looking: not called missing) */
     if (lgetxattr(path, WSFS_XATTR_WHOLE, NULL, 0) < 0 && errno == ENODATA && stats_note_missing(w->s->stats, val))
         fprintf(stderr, "layoutd-wsfs: object %s of %s/%s%s%s is missing from the content pool "
                 "(found by the walk of the state dir): reads of it give EIO\n",
