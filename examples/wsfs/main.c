@@ -79,33 +79,12 @@ static void usage(FILE *f) {
             "       layoutd-wsfs fsck --help   every stub without its object\n");
 }
 
-static int parse_u64(const char *s, bool suffixes, uint64_t *ret) {
-    return cli_parse_size(s, suffixes, ret);
-}
-
 static int append_opt(char **opts, const char *o) {
     char *n;
     if (asprintf(&n, "%s%s%s", *opts ?: "", *opts ? "," : "", o) < 0)
         return -ENOMEM;
     free(*opts);
     *opts = n;
-    return 0;
-}
-
-static int split_dirs(Args *a, const char *list) {
-    _cleanup_free_ char *copy = strdup(list);
-    char *save = NULL;
-    if (!copy)
-        return -ENOMEM;
-    for (char *t = strtok_r(copy, ",", &save); t; t = strtok_r(NULL, ",", &save)) {
-        char **n = reallocarray(a->content, a->n_content + 2, sizeof(char *));
-        if (!n)
-            return -ENOMEM;
-        a->content = n;
-        if (!(a->content[a->n_content] = strdup(t)))
-            return -ENOMEM;
-        a->content[++a->n_content] = NULL;
-    }
     return 0;
 }
 
@@ -153,7 +132,7 @@ static int parse_args(int argc, char **argv, Args *a) {
             a->state = optarg;
             break;
         case O_CONTENT:
-            if (split_dirs(a, optarg) < 0)
+            if (cli_split_list(&a->content, &a->n_content, optarg) < 0)
                 return BAD("out of memory");
             break;
         case O_COMMIT:
@@ -161,21 +140,21 @@ static int parse_args(int argc, char **argv, Args *a) {
                 return BAD("--commit: '%s' is not one of syncfs, fdatasync, none", optarg);
             break;
         case O_BREC:
-            if (parse_u64(optarg, false, &a->batch_records) < 0 || a->batch_records < 1 || a->batch_records > 1000000)
+            if (cli_parse_size(optarg, false, &a->batch_records) < 0 || a->batch_records < 1 || a->batch_records > 1000000)
                 return BAD("--batch-records: '%s' is not a number in 1..1000000", optarg);
             break;
         case O_BMS:
-            if (parse_u64(optarg, false, &a->batch_ms) < 0 || a->batch_ms > 3600 * 1000)
+            if (cli_parse_size(optarg, false, &a->batch_ms) < 0 || a->batch_ms > 3600 * 1000)
                 return BAD("--batch-ms: '%s' is not a number of milliseconds (0..3600000)", optarg);
             break;
         case O_THREADS:
             if (streq(optarg, "auto"))
                 a->threads = 0;
-            else if (parse_u64(optarg, false, &a->threads) < 0 || a->threads < 1 || a->threads > 1024)
+            else if (cli_parse_size(optarg, false, &a->threads) < 0 || a->threads < 1 || a->threads > 1024)
                 return BAD("--threads: '%s' is not a number in 1..1024 or auto", optarg);
             break;
         case O_FDCACHE:
-            if (parse_u64(optarg, false, &a->fd_cache) < 0 || a->fd_cache < 16 || a->fd_cache > 1000000)
+            if (cli_parse_size(optarg, false, &a->fd_cache) < 0 || a->fd_cache < 16 || a->fd_cache > 1000000)
                 return BAD("--fd-cache: '%s' is not a number in 16..1000000", optarg);
             break;
         case O_PROFILE:
@@ -205,11 +184,11 @@ static int parse_args(int argc, char **argv, Args *a) {
         case O_SHARE:
             if (streq(optarg, "unlimited"))
                 a->pool_share = UINT64_MAX;
-            else if (parse_u64(optarg, true, &a->pool_share) < 0 || a->pool_share == UINT64_MAX)
+            else if (cli_parse_size(optarg, true, &a->pool_share) < 0 || a->pool_share == UINT64_MAX)
                 return BAD("--pool-share: '%s' is not a size in bytes or unlimited", optarg);
             break;
         case O_CAS:
-            if (parse_u64(optarg, true, &a->cas_threshold) < 0)
+            if (cli_parse_size(optarg, true, &a->cas_threshold) < 0)
                 return BAD("--cas-threshold: '%s' is not a size in bytes", optarg);
             break;
         case O_STATS:
@@ -260,7 +239,7 @@ static int parse_args(int argc, char **argv, Args *a) {
 
     const char *e = getenv("LAYOUTD_SHARDS");
     uint64_t shards;
-    if (!isempty(e) && (parse_u64(e, false, &shards) < 0 || shards != a->n_content))
+    if (!isempty(e) && (cli_parse_size(e, false, &shards) < 0 || shards != a->n_content))
         return BAD("LAYOUTD_SHARDS=%s does not match the %zu content dir(s) given with --content", e, a->n_content);
     return 0;
 }

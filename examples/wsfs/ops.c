@@ -983,8 +983,9 @@ int fs_new(const FsConfig *cfg, Fs **ret) {
      * lookup inside: the parent again): the floor. The bound also covers
      * the fds an operation holds for a moment outside the cache (a
      * lookup's fd before it is offered; a publish's source, copy, object
-     * and directory; the committer's reopen and stats file): reserved. */
-    size_t threads = MAX(cfg->threads, 1u), floor = 4 * threads + 8, transient = 4 * (threads + 1) + 2;
+     * and directory; the committer's reopen and stats file; the pool-share
+     * walker's directory): reserved. */
+    size_t threads = MAX(cfg->threads, 1u), floor = 4 * threads + 8, transient = 4 * (threads + 1) + 3;
     size_t cap = cfg->fd_cache > floor + transient ? cfg->fd_cache - transient : floor;
     fdcache_init(&fs->fdc, cap, floor, cfg->stats, inode_release);
     if ((r = inode_table_init(&fs->inodes, &fs->mounts, cfg->root_fd, cfg->stats)) < 0) {

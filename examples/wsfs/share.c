@@ -98,7 +98,7 @@ static int walk_file(Walker *walker, int dir_fd, const char *rel, const char *na
     }
     if (state != 0)
         return 0; /* there (or an error looking: not called missing) */
-    if (lgetxattr(path, WSFS_XATTR_WHOLE, NULL, 0) < 0 && errno == ENODATA && stats_note_missing(w->s->stats, val))
+    if (lgetxattr(path, WSFS_XATTR_WHOLE, NULL, 0) < 0 && errno == ENODATA && stats_note_missing(w->s->stats, val) == 1)
         fprintf(stderr, "layoutd-wsfs: object %s of %s/%s%s%s is missing from the content pool "
                 "(found by the walk of the state dir): reads of it give EIO\n",
                 val, w->s->root_path, rel, rel[0] ? "/" : "", name);
@@ -134,6 +134,7 @@ static void *walker(void *arg) {
             w.failed = true;
         }
 
+        stats_log_missing(s->stats, true);
         pthread_mutex_lock(&s->lock);
         s->walking = false;
         /* What was stored while it walked is referenced too (the walk

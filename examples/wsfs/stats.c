@@ -2,6 +2,7 @@
 #include <fcntl.h>
 #include <inttypes.h>
 #include <stdio.h>
+#include <time.h>
 
 #include "wsfs.h"
 
@@ -33,21 +34,42 @@ void stats_done(Stats *s) {
     pthread_mutex_destroy(&s->missing_lock);
 }
 
-bool stats_note_missing(Stats *s, const char *hex) {
+static usec_t now_mono(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (usec_t) ts.tv_sec * USEC_PER_SEC + ts.tv_nsec / NSEC_PER_USEC;
+}
+
+int stats_note_missing(Stats *s, const char *hex) {
     Digest d;
+    int ret = 0;
     if (!digest_from_hex(hex, &d))
-        return false;
+        return 0;
     pthread_mutex_lock(&s->missing_lock);
-    int r = digest_set_add(&s->missing, &d);
     /* Out of memory: count it anyway (it may then be counted twice). */
-    bool first = r != 0;
-    if (first) {
-        atomic_fetch_add(&s->objects_missing, 1);
+    if (digest_set_add(&s->missing, &d) != 0) {
+        uint64_t n = atomic_fetch_add(&s->objects_missing, 1) + 1;
         if (s->n_missing_listed < WSFS_MISSING_LISTED)
             memcpy(s->missing_listed[s->n_missing_listed++], hex, WSFS_HEX_LEN + 1);
+        ret = n <= WSFS_MISSING_LOGGED ? 1 : 2;
+        if (ret == 2)
+            s->missing_unnamed++;
     }
     pthread_mutex_unlock(&s->missing_lock);
-    return first;
+    return ret;
+}
+
+void stats_log_missing(Stats *s, bool now_or_never) {
+    pthread_mutex_lock(&s->missing_lock);
+    usec_t now = now_mono();
+    if (s->missing_unnamed > 0 && (now_or_never || now >= s->missing_log_next)) {
+        fprintf(stderr, "layoutd-wsfs: %" PRIu64 " more objects missing from the content pool, not named here "
+                "(%" PRIu64 " in all; `layoutd-wsfs fsck` lists every stub without its object)\n",
+                s->missing_unnamed, (uint64_t) atomic_load(&s->objects_missing));
+        s->missing_unnamed = 0;
+        s->missing_log_next = now + 60 * USEC_PER_SEC;
+    }
+    pthread_mutex_unlock(&s->missing_lock);
 }
 
 int stats_format(Stats *s, const char *commit_mode, char *buf, size_t size) {

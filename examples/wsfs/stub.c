@@ -133,12 +133,15 @@ int stub_open_object(Fs *fs, Inode *i, int path_fd, const char *hex) {
             fprintf(stderr, "layoutd-wsfs: %s: reading its own data failed: %s\n", path, strerror(-r));
     }
     atomic_fetch_add(&fs->cfg.stats->missing_eio, 1);
-    if (stats_note_missing(fs->cfg.stats, hex)) {
+    int k = stats_note_missing(fs->cfg.stats, hex);
+    if (k > 0)
         committer_stats_changed(fs->committer); /* the agent reads it there */
+    if (k == 2)
+        stats_log_missing(fs->cfg.stats, false);
+    if (k == 1)
         fprintf(stderr, "layoutd-wsfs: object %s of %s is missing from the content pool: I/O error, "
                 "the reference is kept (the file is readable again once the object is back in %s/objects/%.2s/)\n",
                 hex, path, fs->cfg.pool->dirs[cas_shard_of(hex, fs->cfg.pool->n_shards)], hex);
-    }
     return -EIO;
 }
 

@@ -158,15 +158,24 @@ typedef struct Stats {
     DigestSet missing;
     char missing_listed[16][WSFS_HEX_LEN + 1];
     size_t n_missing_listed;
+    uint64_t missing_unnamed;  /* found since the last summary line, not named in the log */
+    usec_t missing_log_next;   /* CLOCK_MONOTONIC: the next summary line, at the earliest */
 } Stats;
 
-#define WSFS_MISSING_LISTED 16
+#define WSFS_MISSING_LISTED 16 /* digests in the stats file */
+#define WSFS_MISSING_LOGGED 64 /* digests named in the log; later ones are counted there */
 
 void stats_init(Stats *s);
 void stats_done(Stats *s);
-/* Counts an object found missing (once per digest).
- * Returns: true the first time this digest is seen (the caller logs it). */
-bool stats_note_missing(Stats *s, const char *hex);
+/* Counts an object found missing (once per digest). The first
+ * WSFS_MISSING_LOGGED distinct ones are for the caller to log by name;
+ * later ones are summed up by stats_log_missing() (a lost pool must not
+ * become a log line per file; fsck lists them all).
+ * Returns: 0 seen before, 1 new (log it), 2 new, not to be named. */
+int stats_note_missing(Stats *s, const char *hex);
+/* Logs how many were not named since the last such line: at once when
+ * now_or_never (a walk ended), else at most once a minute. */
+void stats_log_missing(Stats *s, bool now_or_never);
 
 /* Formats the counters as one line of JSON (no newline) into buf.
  * Returns: the length that was needed (like snprintf). */

@@ -17,7 +17,9 @@
 #   3. a missing stub can still be overwritten (O_TRUNC) or removed;
 #   4. fsck: exit status and JSON, a stub whose object is in the trash,
 #      and the pool lock: with a candidate it waits for a sweeper that
-#      holds the lock exclusively (and gives up after --lock-timeout).
+#      holds the lock exclusively (and gives up after --lock-timeout);
+#   5. a lost pool is not a log line per file: 200 stubs without their
+#      objects are all counted, the first 64 named, the rest summed up.
 TEST_NAME=wsfs-missing
 : "${LAYOUTD_TESTS:=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)}"
 . "$LAYOUTD_TESTS/lib/common.sh"
@@ -216,4 +218,26 @@ fsck_run --lock-timeout 2s
 assert_eq 1 "$FSCK_RC" "fsck once the sweeper is gone: $FSCK_OUT"
 assert_eq "$h100k" "$(jq -r '.missing[0].digest' <<< "$FSCK_OUT")" "the missing object"
 mv "$WORK/aside/$h100k" "$C/objects/${h100k:0:2}/"
+
+# ---- 5. many missing objects ----
+mkdir -p "$WORK/many/state/lost"
+/usr/bin/python3 - "$WORK/many/state/lost" <<'PY'
+import hashlib, os, sys
+for i in range(200):
+    p = os.path.join(sys.argv[1], "f%03d" % i)
+    with open(p, "wb") as f:
+        f.truncate(100000)  # punched: no marker, no data
+    os.setxattr(p, "user.wsfs.cas", hashlib.sha256(b"lost %d" % i).hexdigest().encode())
+PY
+WSFS_CONTENT=$C wsfs_start many
+wait_for 20 eval '[ "$(stat_get many objects_missing)" = 200 ]' || fail "200 missing objects not counted: $(cat "$WORK/many/stats.json")"
+assert_eq 16 "$(jq '.missing_objects | length' "$WORK/many/stats.json")" "digests listed in the stats"
+assert_eq 64 "$(grep -c 'is missing from the content pool' "$WORK/many/log")" "missing objects named in the log"
+grep -q '136 more objects missing from the content pool, not named here (200 in all' "$WORK/many/log" ||
+    fail "no summary line for the rest: $(tail -3 "$WORK/many/log")"
+assert_eq 1 "$(grep -c 'more objects missing' "$WORK/many/log")" "summary lines"
+wsfs_stop many "$WSFS_PID"
+fsck_run --state-root "$WORK/many/state"
+assert_eq 1 "$FSCK_RC" "fsck exit status"
+assert_eq 200 "$(jq .stubs_missing <<< "$FSCK_OUT")" "fsck lists them all"
 log "ok"
