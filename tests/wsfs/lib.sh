@@ -67,6 +67,3 @@ wsfs_mkvol() {
     mkdir -p "$WORK/$name"
     mount -o loop "$WORK/$name.img" "$WORK/$name" || fail "mount $name"
 }
-
-# json_key KEY JSON: a number, true/false/null, or a bare word from one JSON line.
-json_key() { sed -n "s/.*\"$1\":\([0-9a-z]*\).*/\1/p" <<< "$2"; }
