@@ -24,14 +24,18 @@
 #include <sys/file.h>
 #include <sys/stat.h>
 #include <sys/xattr.h>
+#include <time.h>
 
 #include "wsfs.h"
 
 #define CHUNK (1024 * 1024)
 
-int cas_pool_open(CasPool *p, char **dirs, size_t n, size_t *ret_bad) {
+int cas_pool_open(CasPool *p, char **dirs, size_t n, int *dir_fds, size_t *ret_bad) {
     struct stat st;
     *p = (CasPool) { .lock_fd = -EBADF };
+    const char *e = getenv("LAYOUTD_WSFS_TEST_COPY_DELAY_MS");
+    if (!isempty(e))
+        p->test_copy_delay_ms = (unsigned) strtoul(e, NULL, 10);
     p->objects_fds = calloc(n, sizeof(int));
     p->dir_fds = calloc(n, sizeof(int));
     p->devs = calloc(n, sizeof(dev_t));
@@ -47,7 +51,10 @@ int cas_pool_open(CasPool *p, char **dirs, size_t n, size_t *ret_bad) {
 
     for (size_t i = 0; i < n; i++) {
         int r = 0;
-        p->dir_fds[i] = open(dirs[i], O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+        if (dir_fds && dir_fds[i] >= 0)
+            p->dir_fds[i] = TAKE_FD(dir_fds[i]); /* opened and checked by the caller */
+        else
+            p->dir_fds[i] = open(dirs[i], O_RDONLY | O_DIRECTORY | O_CLOEXEC);
         if (p->dir_fds[i] < 0 || (mkdirat(p->dir_fds[i], "objects", 0755) < 0 && errno != EEXIST))
             r = negative_errno();
         if (r == 0) {
@@ -157,8 +164,11 @@ static unsigned char *chunk_buffer(void) {
 }
 
 /* Reads in from offset 0 to EOF, hashing, and writes every chunk to out
- * when out >= 0. Returns: <0 on error, 0 on success. */
-static int hash_copy(int in, int out, char ret_hex[WSFS_HEX_LEN + 1]) {
+ * when out >= 0. Between chunks it asks cancel (may be NULL), so that a
+ * copy of a file deleted, replaced or written meanwhile stops early.
+ * Returns: <0 on error (-ECANCELED), 0 on success. */
+static int hash_copy(const CasPool *p, int in, int out, CasCancelFn cancel, void *userdata,
+                     char ret_hex[WSFS_HEX_LEN + 1]) {
     unsigned char *buf = chunk_buffer();
     EVP_MD_CTX *ctx = EVP_MD_CTX_new();
     unsigned char md[32];
@@ -170,7 +180,13 @@ static int hash_copy(int in, int out, char ret_hex[WSFS_HEX_LEN + 1]) {
     }
     if (EVP_DigestInit_ex(ctx, EVP_sha256(), NULL) != 1)
         goto out;
-    for (off_t off = 0;;) {
+    for (off_t off = 0, last = 0;;) {
+        /* After a whole chunk (more may follow): a file of one chunk is
+         * only asked once, by the caller before it publishes. */
+        if (cancel && last == CHUNK && cancel(userdata)) {
+            r = -ECANCELED;
+            goto out;
+        }
         ssize_t n = pread(in, buf, CHUNK, off);
         if (n < 0) {
             r = negative_errno();
@@ -189,6 +205,10 @@ static int hash_copy(int in, int out, char ret_hex[WSFS_HEX_LEN + 1]) {
             done += w;
         }
         off += n;
+        last = n;
+        if (p && p->test_copy_delay_ms > 0 && out >= 0)
+            nanosleep(&(struct timespec) { p->test_copy_delay_ms / 1000, (p->test_copy_delay_ms % 1000) * 1000000L },
+                      NULL);
     }
     if (EVP_DigestFinal_ex(ctx, md, NULL) != 1)
         goto out;
@@ -199,14 +219,18 @@ out:
     return r;
 }
 
+int cas_hash_fd(int fd, char ret_hex[WSFS_HEX_LEN + 1]) {
+    return hash_copy(NULL, fd, -EBADF, NULL, NULL, ret_hex);
+}
+
 /* An existing object is about to be referenced again: its mtime says so,
  * so the sweeper's grace period starts over (git freshens the same way). */
 static int freshen(int dir, const char *hex) {
     return utimensat(dir, hex, NULL, 0) < 0 ? negative_errno() : 0;
 }
 
-int cas_publish(CasPool *p, FdCache *fdc, int src_fd, char ret_hex[WSFS_HEX_LEN + 1],
-                int *ret_obj_fd, int *ret_dir_fd, size_t *ret_shard) {
+int cas_publish(CasPool *p, FdCache *fdc, int src_fd, CasCancelFn cancel, void *userdata,
+                char ret_hex[WSFS_HEX_LEN + 1], int *ret_obj_fd, int *ret_dir_fd, size_t *ret_shard) {
     static atomic_uint counter;
     if (p->n_shards == 0)
         return -EOPNOTSUPP;
@@ -219,7 +243,7 @@ int cas_publish(CasPool *p, FdCache *fdc, int src_fd, char ret_hex[WSFS_HEX_LEN 
     if (t < 0)
         return negative_errno();
     int tmp_dir = p->objects_fds[0];
-    r = hash_copy(src_fd, t, hex);
+    r = hash_copy(p, src_fd, t, cancel, userdata, hex);
     if (r < 0)
         goto fail;
 
@@ -258,6 +282,12 @@ int cas_publish(CasPool *p, FdCache *fdc, int src_fd, char ret_hex[WSFS_HEX_LEN 
         snprintf(tmp, sizeof(tmp), "%s", tmp2);
         if ((r = cas_copy(rd, t2, st.st_size)) < 0)
             goto fail;
+    }
+    /* Deleted or written during the last chunk: a new object nobody will
+     * reference would only wait for the sweeper's grace period. */
+    if (!existed && cancel && cancel(userdata)) {
+        r = -ECANCELED;
+        goto fail;
     }
     if (!existed && renameat2(tmp_dir, tmp, dir, hex, RENAME_NOREPLACE) < 0) {
         if (errno != EEXIST) {
@@ -309,6 +339,22 @@ int cas_open_object(CasPool *p, FdCache *fdc, const char *hex, bool *ret_restore
     }
     fd = FD_RETRY(fdc, openat(p->objects_fds[shard], path, O_RDONLY | O_CLOEXEC));
     return fd < 0 ? negative_errno() : fd;
+}
+
+int cas_object_state(const CasPool *p, const char *hex) {
+    char path[WSFS_HEX_LEN + 8];
+    if (p->n_shards == 0)
+        return 0;
+    size_t shard = cas_shard_of(hex, p->n_shards);
+    snprintf(path, sizeof(path), "%.2s/%s", hex, hex);
+    if (faccessat(p->objects_fds[shard], path, F_OK, AT_SYMLINK_NOFOLLOW) == 0)
+        return 1;
+    if (errno != ENOENT)
+        return negative_errno();
+    snprintf(path, sizeof(path), "trash/%s", hex);
+    if (faccessat(p->dir_fds[shard], path, F_OK, AT_SYMLINK_NOFOLLOW) == 0)
+        return 2;
+    return errno == ENOENT ? 0 : negative_errno();
 }
 
 int cas_copy(int in_fd, int out_fd, uint64_t len) {

@@ -156,6 +156,13 @@ void committer_write_stats(Committer *c) {
     pthread_mutex_unlock(&c->lock);
 }
 
+void committer_stats_changed(Committer *c) {
+    pthread_mutex_lock(&c->lock);
+    c->stats_wanted = true; /* throttled: the loop writes it when the interval is over */
+    pthread_cond_signal(&c->wake);
+    pthread_mutex_unlock(&c->lock);
+}
+
 static int sync_one(Committer *c, int fd, bool full, bool is_syncfs) {
     usec_t t0 = now_mono();
     int r = is_syncfs ? syncfs(fd) : full ? fsync(fd) : fdatasync(fd);

@@ -72,17 +72,6 @@
 #define EXIT_USAGE 2
 #define RECENT_NS (50 * 1000 * 1000LL) /* a ctime this close to our read may hide a change */
 
-typedef struct Digest {
-    unsigned char b[32];
-} Digest;
-
-/* An open-addressing set of digests. */
-typedef struct DigestSet {
-    Digest *slots;
-    bool *used;
-    size_t cap, n;
-} DigestSet;
-
 typedef struct Object {
     Digest d;
     size_t shard;
@@ -154,72 +143,6 @@ static bool grow(void **p, size_t *cap, size_t need, size_t size) {
     return true;
 }
 
-static bool from_hex(const char *s, Digest *d) {
-    if (!cas_is_hex(s))
-        return false;
-    for (size_t i = 0; i < 32; i++) {
-        int hi = s[2 * i] <= '9' ? s[2 * i] - '0' : s[2 * i] - 'a' + 10;
-        int lo = s[2 * i + 1] <= '9' ? s[2 * i + 1] - '0' : s[2 * i + 1] - 'a' + 10;
-        d->b[i] = (unsigned char) (hi << 4 | lo);
-    }
-    return true;
-}
-
-static void to_hex(const Digest *d, char out[WSFS_HEX_LEN + 1]) {
-    static const char digits[] = "0123456789abcdef";
-    for (size_t i = 0; i < 32; i++) {
-        out[2 * i] = digits[d->b[i] >> 4];
-        out[2 * i + 1] = digits[d->b[i] & 15];
-    }
-    out[WSFS_HEX_LEN] = 0;
-}
-
-static size_t digest_hash(const Digest *d, size_t cap) {
-    uint64_t h;
-    memcpy(&h, d->b, sizeof(h)); /* SHA-256 bits are uniform already */
-    return h & (cap - 1);
-}
-
-static int set_add(DigestSet *s, const Digest *d) {
-    if ((s->n + 1) * 2 > s->cap) {
-        DigestSet n = { .cap = s->cap ? s->cap * 2 : 4096 };
-        n.slots = calloc(n.cap, sizeof(Digest));
-        n.used = calloc(n.cap, sizeof(bool));
-        if (!n.slots || !n.used) {
-            free(n.slots);
-            free(n.used);
-            return -ENOMEM;
-        }
-        for (size_t i = 0; i < s->cap; i++)
-            if (s->used[i])
-                (void) set_add(&n, &s->slots[i]);
-        free(s->slots);
-        free(s->used);
-        *s = n;
-    }
-    for (size_t i = digest_hash(d, s->cap);; i = (i + 1) & (s->cap - 1)) {
-        if (!s->used[i]) {
-            s->used[i] = true;
-            s->slots[i] = *d;
-            s->n++;
-            return 1;
-        }
-        if (memcmp(s->slots[i].b, d->b, 32) == 0)
-            return 0;
-    }
-}
-
-static bool set_has(const DigestSet *s, const Digest *d) {
-    if (s->cap == 0)
-        return false;
-    for (size_t i = digest_hash(d, s->cap);; i = (i + 1) & (s->cap - 1)) {
-        if (!s->used[i])
-            return false;
-        if (memcmp(s->slots[i].b, d->b, 32) == 0)
-            return true;
-    }
-}
-
 /* ---- step 1: the objects ---- */
 
 static bool older(struct timespec a, struct timespec b) {
@@ -268,7 +191,7 @@ static int list_objects(Gc *g) {
                         g->tmp_swept++;
                     continue;
                 }
-                if (!from_hex(o->d_name, &dg) || fstatat(dfd, o->d_name, &st, AT_SYMLINK_NOFOLLOW) < 0 ||
+                if (!digest_from_hex(o->d_name, &dg) || fstatat(dfd, o->d_name, &st, AT_SYMLINK_NOFOLLOW) < 0 ||
                     !S_ISREG(st.st_mode))
                     continue;
                 if (!grow((void **) &g->objects, &g->cap_objects, g->n_objects + 1, sizeof(Object))) {
@@ -401,10 +324,10 @@ static int walk(Gc *g, int fd, const char *path, bool verify, int depth) {
             if (n != WSFS_HEX_LEN)
                 continue;
             val[n] = 0;
-            if (!from_hex(val, &dg))
+            if (!digest_from_hex(val, &dg))
                 continue;
             g->stubs++;
-            if (set_add(&g->refs, &dg) < 0) {
+            if (digest_set_add(&g->refs, &dg) < 0) {
                 r = gc_fail(g, "out of memory");
                 break;
             }
@@ -431,18 +354,11 @@ static int walk_roots(Gc *g, bool verify) {
 /* ---- the lock ---- */
 
 static int lock_exclusive(Gc *g, int lock_fd) {
-    int64_t t0 = now_ns(CLOCK_MONOTONIC), end = t0 + (int64_t) g->lock_timeout_s * 1000000000LL;
-    for (;;) {
-        if (flock(lock_fd, LOCK_EX | LOCK_NB) == 0)
-            break;
-        if (errno != EWOULDBLOCK && errno != EINTR)
-            return gc_fail(g, "locking %s/gc.lock: %m", g->content[0]);
-        if (now_ns(CLOCK_MONOTONIC) >= end)
-            return gc_fail(g, "the pool stayed busy for %" PRIu64 " s (gc.lock held shared)", g->lock_timeout_s);
-        /* Publishers hold it for the time of one file's copy: poll. */
-        nanosleep(&(struct timespec) { 0, 5 * 1000 * 1000 }, NULL);
-    }
-    g->lock_wait_ms = (now_ns(CLOCK_MONOTONIC) - t0) / 1000000;
+    int r = cli_flock_timeout(lock_fd, LOCK_EX, g->lock_timeout_s, &g->lock_wait_ms);
+    if (r == -ETIMEDOUT)
+        return gc_fail(g, "the pool stayed busy for %" PRIu64 " s (gc.lock held shared)", g->lock_timeout_s);
+    if (r < 0)
+        return gc_fail(g, "locking %s/gc.lock: %s", g->content[0], strerror(-r));
     return 0;
 }
 
@@ -485,9 +401,9 @@ static int quarantine_and_sweep(Gc *g, int lock_fd) {
         dup1 = -EBADF;
         for (struct dirent *e; (e = readdir(t));) {
             Digest dg;
-            if (!from_hex(e->d_name, &dg))
+            if (!digest_from_hex(e->d_name, &dg))
                 continue;
-            if (set_has(&g->refs, &dg)) {
+            if (digest_set_has(&g->refs, &dg)) {
                 snprintf(path, sizeof(path), "%.2s/%.64s", e->d_name, e->d_name);
                 char sub[3] = { e->d_name[0], e->d_name[1], 0 };
                 if (!g->dry_run) {
@@ -518,7 +434,7 @@ static int quarantine_and_sweep(Gc *g, int lock_fd) {
     for (size_t i = 0; r >= 0 && i < g->n_objects; i++) {
         Object *o = &g->objects[i];
         struct stat st;
-        o->referenced = set_has(&g->refs, &o->d);
+        o->referenced = digest_set_has(&g->refs, &o->d);
         if (o->referenced)
             g->referenced++;
         if (o->young) {
@@ -527,7 +443,7 @@ static int quarantine_and_sweep(Gc *g, int lock_fd) {
         }
         if (o->referenced)
             continue;
-        to_hex(&o->d, hex);
+        digest_to_hex(&o->d, hex);
         snprintf(path, sizeof(path), "%.2s/%s", hex, hex);
         /* Freshened since step 1 (a dedup hit about to reference it)? */
         if (fstatat(g->objects_fds[o->shard], path, &st, AT_SYMLINK_NOFOLLOW) < 0)
@@ -561,7 +477,7 @@ static int quarantine_and_sweep(Gc *g, int lock_fd) {
     g->bytes_freed = 0;
     for (size_t i = 0; i < n_victims; i++) {
         struct stat st;
-        to_hex(&victims[i].d, hex);
+        digest_to_hex(&victims[i].d, hex);
         if (g->dry_run) {
             snprintf(path, sizeof(path), "%.2s/%s", hex, hex);
             bool from_trash = fstatat(g->objects_fds[victims[i].shard], path, &st, AT_SYMLINK_NOFOLLOW) < 0;
@@ -585,40 +501,6 @@ static int quarantine_and_sweep(Gc *g, int lock_fd) {
 }
 
 /* ---- command line ---- */
-
-/* "90", "90s", "30m", "2h", "1d", "2w". Returns: <0 if invalid. */
-static int parse_duration(const char *s, uint64_t *ret) {
-    char *end;
-    if (isempty(s) || *s == '-')
-        return -EINVAL;
-    errno = 0;
-    unsigned long long v = strtoull(s, &end, 10);
-    if (errno || end == s)
-        return -EINVAL;
-    uint64_t mult = streq(end, "") || streq(end, "s") ? 1 : streq(end, "m") ? 60 : streq(end, "h") ? 3600
-                    : streq(end, "d") ? 86400 : streq(end, "w") ? 7 * 86400 : 0;
-    if (!mult || v > UINT64_MAX / mult)
-        return -EINVAL;
-    *ret = v * mult;
-    return 0;
-}
-
-static int split_list(char ***list, size_t *n, const char *arg) {
-    _cleanup_free_ char *copy = strdup(arg);
-    char *save = NULL;
-    if (!copy)
-        return -ENOMEM;
-    for (char *t = strtok_r(copy, ",", &save); t; t = strtok_r(NULL, ",", &save)) {
-        char **l = reallocarray(*list, *n + 2, sizeof(char *));
-        if (!l)
-            return -ENOMEM;
-        *list = l;
-        if (!(l[*n] = strdup(t)))
-            return -ENOMEM;
-        l[++*n] = NULL;
-    }
-    return 0;
-}
 
 static void gc_usage(FILE *f) {
     fprintf(f,
@@ -679,14 +561,9 @@ static void gc_free(Gc *g) {
     free(g->trash_fds);
     free(g->objects);
     free(g->dirs);
-    free(g->refs.slots);
-    free(g->refs.used);
-    for (size_t i = 0; i < g->n_shards; i++)
-        free(g->content[i]);
-    for (size_t i = 0; i < g->n_roots; i++)
-        free(g->roots[i]);
-    free(g->content);
-    free(g->roots);
+    digest_set_done(&g->refs);
+    cli_free_list(g->content, g->n_shards);
+    cli_free_list(g->roots, g->n_roots);
 }
 
 /* A usage error: message, free, EXIT_USAGE. */
@@ -712,19 +589,19 @@ int gc_main(int argc, char **argv) {
     while ((c = getopt_long(argc, argv, "h", opts, NULL)) >= 0) {
         switch (c) {
         case O_CONTENT:
-            if (split_list(&g.content, &g.n_shards, optarg) < 0)
+            if (cli_split_list(&g.content, &g.n_shards, optarg) < 0)
                 return USAGE("out of memory");
             break;
         case O_ROOT:
-            if (split_list(&g.roots, &g.n_roots, optarg) < 0)
+            if (cli_split_list(&g.roots, &g.n_roots, optarg) < 0)
                 return USAGE("out of memory");
             break;
         case O_GRACE:
-            if (parse_duration(optarg, &g.grace_s) < 0)
+            if (cli_parse_duration(optarg, &g.grace_s) < 0)
                 return USAGE("--grace: '%s' is not a duration (e.g. 90s, 30m, 2h, 1d)", optarg);
             break;
         case O_LOCKTO:
-            if (parse_duration(optarg, &g.lock_timeout_s) < 0)
+            if (cli_parse_duration(optarg, &g.lock_timeout_s) < 0)
                 return USAGE("--lock-timeout: '%s' is not a duration", optarg);
             break;
         case O_DRY:

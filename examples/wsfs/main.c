@@ -28,7 +28,7 @@ typedef struct Args {
     char **content;
     size_t n_content;
     CommitMode mode;
-    uint64_t batch_records, batch_ms, threads, cas_threshold, fd_cache;
+    uint64_t batch_records, batch_ms, threads, cas_threshold, fd_cache, pool_share;
     char *fuse_opts; /* comma-joined -o values, may be NULL */
     bool debug;
     const char *profile;
@@ -37,6 +37,13 @@ typedef struct Args {
 } Args;
 
 static atomic_bool stopping;
+
+static void args_done(Args *a) {
+    cli_free_list(a->content, a->n_content);
+    a->content = NULL;
+    a->n_content = 0;
+    a->fuse_opts = mfree(a->fuse_opts);
+}
 
 static void usage(FILE *f) {
     fprintf(f,
@@ -56,37 +63,20 @@ static void usage(FILE *f) {
             "  --timeout=SEC            attribute and entry timeout (default 86400)\n"
             "  --xattrs                 pass extended attributes through (default: EOPNOTSUPP)\n"
             "  --cas-threshold=BYTES    files this large move to the pool (default 64KiB, 0 = off)\n"
+            "  --pool-share=BYTES|unlimited  bytes of pool objects this workspace may reference\n"
+            "                           (default unlimited; beyond it files stay in the state dir)\n"
             "  --stats-file=PATH        counters as JSON, after batches and on SIGUSR1\n"
             "  --foreground, -f         accepted; it never daemonizes anyway\n"
             "  -o OPT[,OPT...]          FUSE mount options (default_permissions; allow_other as root)\n"
             "  -d                       FUSE debug output\n"
-            "environment: LAYOUTD_SHARDS=N  number of content shards (= number of content dirs)\n"
+            "environment:\n"
+            "  LAYOUTD_SHARDS=N              number of content shards (= number of content dirs)\n"
+            "  LAYOUTD_CONTENT_UUIDS=U[,U]   the content volumes' uuids, in --content order\n"
+            "  LAYOUTD_STATE_VOLUME=DIR      the state volume's root (--state must be below it)\n"
+            "  LAYOUTD_STATE_VOLUME_UUID=U   its uuid (each volume's DIR/.layoutd-volume must match)\n"
             "\n"
-            "       layoutd-wsfs gc --help   the content pool's sweeper\n");
-}
-
-/* Parses a non-negative integer with an optional K/M/G (binary) suffix. */
-static int parse_u64(const char *s, bool suffixes, uint64_t *ret) {
-    char *end;
-    if (isempty(s) || *s == '-')
-        return -EINVAL;
-    errno = 0;
-    unsigned long long v = strtoull(s, &end, 10);
-    if (errno || end == s)
-        return -EINVAL;
-    uint64_t mult = 1;
-    if (suffixes && *end) {
-        mult = strchr("kK", *end) ? KIB : strchr("mM", *end) ? MIB : strchr("gG", *end) ? GIB : 0;
-        if (!mult)
-            return -EINVAL;
-        end++;
-        if (*end == 'i' && end[1] == 'B')
-            end += 2;
-    }
-    if (*end || v > UINT64_MAX / mult)
-        return -EINVAL;
-    *ret = v * mult;
-    return 0;
+            "       layoutd-wsfs gc --help     the content pool's sweeper\n"
+            "       layoutd-wsfs fsck --help   every stub without its object\n");
 }
 
 static int append_opt(char **opts, const char *o) {
@@ -95,23 +85,6 @@ static int append_opt(char **opts, const char *o) {
         return -ENOMEM;
     free(*opts);
     *opts = n;
-    return 0;
-}
-
-static int split_dirs(Args *a, const char *list) {
-    _cleanup_free_ char *copy = strdup(list);
-    char *save = NULL;
-    if (!copy)
-        return -ENOMEM;
-    for (char *t = strtok_r(copy, ",", &save); t; t = strtok_r(NULL, ",", &save)) {
-        char **n = reallocarray(a->content, a->n_content + 2, sizeof(char *));
-        if (!n)
-            return -ENOMEM;
-        a->content = n;
-        if (!(a->content[a->n_content] = strdup(t)))
-            return -ENOMEM;
-        a->content[++a->n_content] = NULL;
-    }
     return 0;
 }
 
@@ -127,7 +100,7 @@ static int parse_bool(const char *s) {
 
 static int parse_args(int argc, char **argv, Args *a) {
     enum { O_STATE = 256, O_CONTENT, O_COMMIT, O_BREC, O_BMS, O_THREADS, O_CAS, O_STATS, O_FG, O_HELP,
-           O_FDCACHE, O_PROFILE, O_WB, O_SPLICE, O_TIMEOUT, O_XATTRS };
+           O_FDCACHE, O_PROFILE, O_WB, O_SPLICE, O_TIMEOUT, O_XATTRS, O_SHARE };
     static const struct option opts[] = {
         { "state", required_argument, NULL, O_STATE },
         { "content", required_argument, NULL, O_CONTENT },
@@ -144,6 +117,7 @@ static int parse_args(int argc, char **argv, Args *a) {
         { "splice", required_argument, NULL, O_SPLICE },
         { "timeout", required_argument, NULL, O_TIMEOUT },
         { "xattrs", no_argument, NULL, O_XATTRS },
+        { "pool-share", required_argument, NULL, O_SHARE },
         { "help", no_argument, NULL, O_HELP },
         {},
     };
@@ -151,14 +125,14 @@ static int parse_args(int argc, char **argv, Args *a) {
 
     *a = (Args) { .mode = COMMIT_SYNCFS, .batch_records = 512, .batch_ms = 50, .threads = 0,
                   .cas_threshold = 64 * KIB, .fd_cache = 1024, .profile = "default",
-                  .writeback = -1, .splice = -1, .xattrs = 0, .timeout = -1 };
+                  .writeback = -1, .splice = -1, .xattrs = 0, .timeout = -1, .pool_share = UINT64_MAX };
     while ((c = getopt_long(argc, argv, "fdo:h", opts, NULL)) >= 0) {
         switch (c) {
         case O_STATE:
             a->state = optarg;
             break;
         case O_CONTENT:
-            if (split_dirs(a, optarg) < 0)
+            if (cli_split_list(&a->content, &a->n_content, optarg) < 0)
                 return BAD("out of memory");
             break;
         case O_COMMIT:
@@ -166,21 +140,21 @@ static int parse_args(int argc, char **argv, Args *a) {
                 return BAD("--commit: '%s' is not one of syncfs, fdatasync, none", optarg);
             break;
         case O_BREC:
-            if (parse_u64(optarg, false, &a->batch_records) < 0 || a->batch_records < 1 || a->batch_records > 1000000)
+            if (cli_parse_size(optarg, false, &a->batch_records) < 0 || a->batch_records < 1 || a->batch_records > 1000000)
                 return BAD("--batch-records: '%s' is not a number in 1..1000000", optarg);
             break;
         case O_BMS:
-            if (parse_u64(optarg, false, &a->batch_ms) < 0 || a->batch_ms > 3600 * 1000)
+            if (cli_parse_size(optarg, false, &a->batch_ms) < 0 || a->batch_ms > 3600 * 1000)
                 return BAD("--batch-ms: '%s' is not a number of milliseconds (0..3600000)", optarg);
             break;
         case O_THREADS:
             if (streq(optarg, "auto"))
                 a->threads = 0;
-            else if (parse_u64(optarg, false, &a->threads) < 0 || a->threads < 1 || a->threads > 1024)
+            else if (cli_parse_size(optarg, false, &a->threads) < 0 || a->threads < 1 || a->threads > 1024)
                 return BAD("--threads: '%s' is not a number in 1..1024 or auto", optarg);
             break;
         case O_FDCACHE:
-            if (parse_u64(optarg, false, &a->fd_cache) < 0 || a->fd_cache < 16 || a->fd_cache > 1000000)
+            if (cli_parse_size(optarg, false, &a->fd_cache) < 0 || a->fd_cache < 16 || a->fd_cache > 1000000)
                 return BAD("--fd-cache: '%s' is not a number in 16..1000000", optarg);
             break;
         case O_PROFILE:
@@ -207,8 +181,14 @@ static int parse_args(int argc, char **argv, Args *a) {
         case O_XATTRS:
             a->xattrs = 1;
             break;
+        case O_SHARE:
+            if (streq(optarg, "unlimited"))
+                a->pool_share = UINT64_MAX;
+            else if (cli_parse_size(optarg, true, &a->pool_share) < 0 || a->pool_share == UINT64_MAX)
+                return BAD("--pool-share: '%s' is not a size in bytes or unlimited", optarg);
+            break;
         case O_CAS:
-            if (parse_u64(optarg, true, &a->cas_threshold) < 0)
+            if (cli_parse_size(optarg, true, &a->cas_threshold) < 0)
                 return BAD("--cas-threshold: '%s' is not a size in bytes", optarg);
             break;
         case O_STATS:
@@ -259,7 +239,7 @@ static int parse_args(int argc, char **argv, Args *a) {
 
     const char *e = getenv("LAYOUTD_SHARDS");
     uint64_t shards;
-    if (!isempty(e) && (parse_u64(e, false, &shards) < 0 || shards != a->n_content))
+    if (!isempty(e) && (cli_parse_size(e, false, &shards) < 0 || shards != a->n_content))
         return BAD("LAYOUTD_SHARDS=%s does not match the %zu content dir(s) given with --content", e, a->n_content);
     return 0;
 }
@@ -300,7 +280,7 @@ static void *sigusr1_thread(void *arg) {
         int sig;
         if (sigwait(&set, &sig) != 0 || atomic_load(&stopping))
             return NULL;
-        char buf[4096];
+        char buf[8192];
         stats_format(s->stats, s->mode, buf, sizeof(buf));
         fprintf(stderr, "layoutd-wsfs: stats %s\n", buf);
         committer_write_stats(s->committer);
@@ -308,8 +288,8 @@ static void *sigusr1_thread(void *arg) {
 }
 
 int main(int argc, char **argv) {
-    Args a;
-    Stats stats = {};
+    _cleanup_(args_done) Args a = {};
+    Stats stats;
     CasPool pool = {};
     Fs *fs = NULL;
     Committer *committer = NULL;
@@ -319,15 +299,29 @@ int main(int argc, char **argv) {
 
     if (argc > 1 && streq(argv[1], "gc"))
         return gc_main(argc - 1, argv + 1);
+    if (argc > 1 && streq(argv[1], "fsck"))
+        return fsck_main(argc - 1, argv + 1);
     r = parse_args(argc, argv, &a);
     if (r != 0)
         return r;
+    /* Before anything is created or mounted: the volumes are the ones the
+     * agent named (identity.c). A bare mount point dir is refused. */
+    char why[1024];
+    struct stat checked = {};
+    _cleanup_free_ int *content_fds = calloc(MAX(a.n_content, (size_t) 1), sizeof(int));
+    if (!content_fds)
+        return BAD("out of memory");
+    if (identity_check_state(a.state, &checked, why, sizeof(why)) < 0 ||
+        identity_check_content(a.content, a.n_content, content_fds, why, sizeof(why)) < 0)
+        return BAD("%s", why);
     r = check_state_dir(a.state, &root_fd, &sync_fd);
     if (r != 0)
         return r;
+    if (checked.st_ino != 0 && (fstat(sync_fd, &st) < 0 || st.st_dev != checked.st_dev || st.st_ino != checked.st_ino))
+        return BAD("--state %s: changed while it was being checked", a.state);
     if (a.n_content == 0)
         cas_pool_none(&pool);
-    else if ((r = cas_pool_open(&pool, a.content, a.n_content, &bad)) < 0)
+    else if ((r = cas_pool_open(&pool, a.content, a.n_content, content_fds, &bad)) < 0)
         return BAD("--content %s: unusable as a content dir: %s", a.content[bad], strerror(-r));
     if (stat(a.mountpoint, &st) < 0)
         return BAD("MOUNTPOINT %s: %m", a.mountpoint);
@@ -360,9 +354,11 @@ int main(int argc, char **argv) {
     sigaddset(&usr1, SIGUSR1);
     pthread_sigmask(SIG_BLOCK, &all, &old);
 
+    stats_init(&stats);
     FsConfig fcfg = { .root_fd = root_fd, .pool = &pool, .cas_threshold = a.cas_threshold, .mode = a.mode,
                       .stats = &stats, .fd_cache = a.fd_cache, .threads = a.threads,
-                      .writeback = a.writeback, .splice = a.splice, .xattrs = a.xattrs, .timeout = a.timeout };
+                      .writeback = a.writeback, .splice = a.splice, .xattrs = a.xattrs, .timeout = a.timeout,
+                      .pool_share = a.pool_share };
     r = fs_new(&fcfg, &fs);
     if (r < 0) {
         /* open_by_handle_at needs CAP_DAC_READ_SEARCH; no handles: EOPNOTSUPP */
@@ -417,18 +413,22 @@ int main(int argc, char **argv) {
         ret = EXIT_USAGE;
         goto stop;
     }
+    fs_set_session(fs, se);
     if (fuse_set_signal_handlers(se) != 0)
         goto destroy;
     if (fuse_session_mount(se, a.mountpoint) != 0) {
         fprintf(stderr, "layoutd-wsfs: mounting %s failed\n", a.mountpoint);
         goto handlers;
     }
+    char share[32] = "unlimited";
+    if (a.pool_share != UINT64_MAX)
+        snprintf(share, sizeof(share), "%" PRIu64, a.pool_share);
     fprintf(stderr, "layoutd-wsfs: serving %s at %s (commit=%s batch=%" PRIu64 "/%" PRIu64 "ms threads=%" PRIu64
             " shards=%zu cas-threshold=%" PRIu64 " profile=%s fd-cache=%" PRIu64 " writeback-cache=%s splice=%s"
-            " timeout=%g xattrs=%s)\n",
+            " timeout=%g xattrs=%s pool-share=%s)\n",
             a.state, a.mountpoint, commit_mode_to_string(a.mode), a.batch_records, a.batch_ms, a.threads,
             pool.n_shards, a.cas_threshold, a.profile, a.fd_cache, a.writeback ? "on" : "off",
-            a.splice ? "on" : "off", a.timeout, a.xattrs ? "on" : "off");
+            a.splice ? "on" : "off", a.timeout, a.xattrs ? "on" : "off", share);
 
     if (a.threads == 1)
         r = fuse_session_loop(se);
@@ -456,12 +456,9 @@ stop:
     pthread_join(sigthread, NULL);
     fs_free(fs);
     cas_pool_close(&pool);
+    stats_done(&stats);
     safe_close(root_fd);
     safe_close(sync_fd);
-    for (size_t i = 0; i < a.n_content; i++)
-        free(a.content[i]);
-    free(a.content);
-    free(a.fuse_opts);
     fuse_opt_free_args(&fargs);
     return ret;
 }

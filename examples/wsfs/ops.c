@@ -229,7 +229,7 @@ static int open_handle(Fs *fs, Inode *i, int flags, int fd, Handle **ret) {
             r = owned;
         if (r > 0 && !writable) {
             _cleanup_pin_ Pin p = pin(fs, i);
-            h->obj_fd = p.fd < 0 ? p.fd : stub_open_object(fs, p.fd, hex);
+            h->obj_fd = p.fd < 0 ? p.fd : stub_open_object(fs, i, p.fd, hex);
             h->copyups = atomic_load(&i->copyups);
             if (h->obj_fd == -ENOENT)
                 i->stub = STUB_NO; /* the stub's own data it is */
@@ -473,6 +473,10 @@ static void remove_entry(fuse_req_t req, Fs *fs, fuse_ino_t parent, const char *
      * readable and writable, as POSIX wants. */
     if (unlinkat(p.fd, name, flags) < 0)
         return (void) fuse_reply_err(req, errno);
+    /* It may have been a stub: the pool share counts again when it
+     * matters (one store, no lookup of what went). */
+    if (!(flags & AT_REMOVEDIR))
+        share_note_removed(&fs->share);
     record(fs, NULL, false, pi, NULL);
     fuse_reply_err(req, 0);
 }
@@ -504,6 +508,7 @@ static void op_rename(fuse_req_t req, fuse_ino_t parent, const char *name, fuse_
     cas_unlock_shared(fs->cfg.pool);
     if (r < 0)
         return (void) fuse_reply_err(req, err);
+    share_note_removed(&fs->share); /* it may have replaced a stub */
     record(fs, NULL, false, pi, npi);
     fuse_reply_err(req, 0);
 }
@@ -978,8 +983,9 @@ int fs_new(const FsConfig *cfg, Fs **ret) {
      * lookup inside: the parent again): the floor. The bound also covers
      * the fds an operation holds for a moment outside the cache (a
      * lookup's fd before it is offered; a publish's source, copy, object
-     * and directory; the committer's reopen and stats file): reserved. */
-    size_t threads = MAX(cfg->threads, 1u), floor = 4 * threads + 8, transient = 4 * (threads + 1) + 2;
+     * and directory; the committer's reopen and stats file; the pool-share
+     * walker's directory): reserved. */
+    size_t threads = MAX(cfg->threads, 1u), floor = 4 * threads + 8, transient = 4 * (threads + 1) + 3;
     size_t cap = cfg->fd_cache > floor + transient ? cfg->fd_cache - transient : floor;
     fdcache_init(&fs->fdc, cap, floor, cfg->stats, inode_release);
     if ((r = inode_table_init(&fs->inodes, &fs->mounts, cfg->root_fd, cfg->stats)) < 0) {
@@ -994,17 +1000,36 @@ int fs_new(const FsConfig *cfg, Fs **ret) {
     pthread_mutex_init(&fs->cas_lock, NULL);
     pthread_mutex_init(&fs->log_lock, NULL);
     fs->euid = geteuid();
+    if ((r = share_init(&fs->share, cfg->pool, cfg->root_fd, cfg->pool_share, cfg->stats)) < 0) {
+        share_done(&fs->share);
+        pthread_mutex_destroy(&fs->cas_lock);
+        pthread_mutex_destroy(&fs->log_lock);
+        inode_table_done(&fs->inodes, &fs->fdc);
+        fdcache_done(&fs->fdc);
+        mount_table_done(&fs->mounts);
+        return r;
+    }
     *ret = TAKE_PTR(fs);
     return 0;
 }
 
+void fs_set_session(Fs *fs, struct fuse_session *se) {
+    fs->se = se;
+}
+
+static void write_stats(void *userdata) {
+    committer_stats_changed(userdata);
+}
+
 void fs_set_committer(Fs *fs, Committer *c) {
     fs->committer = c;
+    share_start(&fs->share, write_stats, c);
 }
 
 void fs_free(Fs *fs) {
     if (!fs)
         return;
+    share_done(&fs->share);
     for (Handle *h = fs->handles, *n; h; h = n) {
         n = h->next;
         safe_close(h->fd);

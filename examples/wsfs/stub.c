@@ -3,24 +3,39 @@
  * CAS transitions of a file in the state dir. When the last handle of a
  * file that was written closes and the file is at least cas_threshold
  * bytes, its content is published to the pool (cas.c) and the backing
- * file becomes a stub: xattr user.wsfs.cas = digest. The stub keeps its
- * size, mode and times; its data blocks are punched out (fallocate
- * PUNCH_HOLE|KEEP_SIZE) only after the batch that made the object durable
- * committed. Hence the invariant every crash relies on: a stub whose
- * object is missing still holds its own data. Reads of a stub are served
- * from the object; opening it for writing, or truncating it, first copies
- * the object back (copy-up).
+ * file becomes a stub: xattr user.wsfs.whole, then user.wsfs.cas =
+ * digest. The stub keeps its size, mode and times; its data blocks are
+ * punched out (fallocate PUNCH_HOLE|KEEP_SIZE) only after the batch that
+ * made the object durable committed, and only after user.wsfs.whole is
+ * removed. Reads of a stub are served from the object; opening it for
+ * writing, or truncating it, first copies the object back (copy-up).
+ *
+ * A stub whose object is missing is served from its own blocks only when
+ * they are known to hold the whole data: the marker says it (it is set
+ * while the file is whole and goes before the punch, so a punched stub,
+ * or one of an older daemon, has none), and the data must hash to the
+ * digest (which also covers a filesystem that reordered the marker's
+ * removal and the punch across a crash). Anything else is EIO, and the
+ * reference stays: restoring the object makes the file readable again.
+ * (A punched stub whose size is not a multiple of the block size keeps
+ * its last, partial block, zeroed: st_blocks alone cannot tell.)
  *
  * Close-to-open and the writeback cache: the kernel writes a file's dirty
  * pages back before it sends FLUSH (fuse_flush) and again before RELEASE
  * (fuse_release, "writes racing with the close"), and a shared mapping
  * keeps the file open, so when the last RELEASE arrives every byte the
  * applications wrote has reached the backing file. The copy into the pool
- * then runs with no lock held; a writer that came meanwhile bumps wgen,
- * and the conversion is dropped (the object, consistent with its name by
- * construction, is then garbage for the sweeper).
+ * then runs with no lock held; a writer that comes meanwhile bumps wgen,
+ * and the copy stops at its next chunk (as it does when the file is
+ * deleted or replaced), its temporary file removed.
+ *
+ * What does not go to the pool: a file with holes (its allocated bytes
+ * are fewer than its size: copying, or even hashing, a terabyte of holes
+ * is not acceptable; it stays whole, and sparse, in the state dir), and a
+ * file that would take this workspace over its --pool-share (share.c).
  */
 #include <fcntl.h>
+#include <limits.h>
 #include <inttypes.h>
 #include <stdio.h>
 #include <sys/stat.h>
@@ -68,10 +83,23 @@ static int open_backing(Fs *fs, Inode *i, int path_fd, int flags) {
     return fd < 0 ? negative_errno() : fd;
 }
 
-int stub_open_object(Fs *fs, int path_fd, const char *hex) {
-    char proc[32];
+/* Whether the stub's own data hashes to hex.
+ * Returns: 1 yes, 0 no, <0 on error. */
+static int own_data_is(Fs *fs, int path_fd, const char *hex) {
+    char proc[32], got[WSFS_HEX_LEN + 1];
+    snprintf(proc, sizeof(proc), "/proc/self/fd/%d", path_fd);
+    _cleanup_close_ int fd = FD_RETRY(&fs->fdc, open(proc, O_RDONLY | O_CLOEXEC));
+    if (fd < 0)
+        return negative_errno();
+    int r = cas_hash_fd(fd, got);
+    if (r < 0)
+        return r;
+    return streq(got, hex);
+}
+
+int stub_open_object(Fs *fs, Inode *i, int path_fd, const char *hex) {
+    char proc[32], marker[8], path[PATH_MAX];
     bool restored;
-    struct stat st;
 
     int fd = cas_open_object(fs->cfg.pool, &fs->fdc, hex, &restored);
     if (restored) {
@@ -81,19 +109,40 @@ int stub_open_object(Fs *fs, int path_fd, const char *hex) {
     if (fd != -ENOENT)
         return fd;
     snprintf(proc, sizeof(proc), "/proc/self/fd/%d", path_fd);
-    if (fstatat(path_fd, "", &st, AT_EMPTY_PATH) < 0)
-        return negative_errno();
-    if (st.st_size > 0 && st.st_blocks == 0) {
-        /* Punched, so its object was durable once: it is lost. Say so
-         * rather than serve zeros. */
-        fprintf(stderr, "layoutd-wsfs: object %s of a punched stub is missing: I/O error\n", hex);
-        return -EIO;
+    ssize_t n = readlink(proc, path, sizeof(path) - 1);
+    path[n > 0 ? n : 0] = 0;
+
+    if (!i->own_data_bad && getxattr(proc, WSFS_XATTR_WHOLE, marker, sizeof(marker)) >= 0) {
+        /* A crash before the object was durable: the stub was never
+         * punched, and its data is the object's (the hash proves it). */
+        int r = own_data_is(fs, path_fd, hex);
+        if (r > 0) {
+            (void) removexattr(proc, WSFS_XATTR_CAS);
+            (void) removexattr(proc, WSFS_XATTR_WHOLE);
+            atomic_fetch_add(&fs->cfg.stats->stubs_recovered, 1);
+            share_note_removed(&fs->share);
+            fprintf(stderr, "layoutd-wsfs: object %s of %s is missing; the stub still holds its whole data "
+                    "(it hashes to the digest): serving it, the file is ordinary again\n", hex, path);
+            return -ENOENT;
+        }
+        if (r == 0) {
+            i->own_data_bad = true; /* do not hash it again at every open */
+            fprintf(stderr, "layoutd-wsfs: %s: user.wsfs.whole is set but its data does not hash to %s\n",
+                    path, hex);
+        } else
+            fprintf(stderr, "layoutd-wsfs: %s: reading its own data failed: %s\n", path, strerror(-r));
     }
-    /* A crash before the object was durable: the stub still has the
-     * data (it is punched only after), so it stops being one. */
-    fprintf(stderr, "layoutd-wsfs: object %s missing, using the stub's own data\n", hex);
-    (void) removexattr(proc, WSFS_XATTR_CAS);
-    return -ENOENT;
+    atomic_fetch_add(&fs->cfg.stats->missing_eio, 1);
+    int k = stats_note_missing(fs->cfg.stats, hex);
+    if (k > 0)
+        committer_stats_changed(fs->committer); /* the agent reads it there */
+    if (k == 2)
+        stats_log_missing(fs->cfg.stats, false);
+    if (k == 1)
+        fprintf(stderr, "layoutd-wsfs: object %s of %s is missing from the content pool: I/O error, "
+                "the reference is kept (the file is readable again once the object is back in %s/objects/%.2s/)\n",
+                hex, path, fs->cfg.pool->dirs[cas_shard_of(hex, fs->cfg.pool->n_shards)], hex);
+    return -EIO;
 }
 
 int stub_copy_up(Fs *fs, Inode *i, int path_fd, const char *hex, uint64_t new_size) {
@@ -106,11 +155,14 @@ int stub_copy_up(Fs *fs, Inode *i, int path_fd, const char *hex, uint64_t new_si
         return negative_errno();
     if (new_size == UINT64_MAX)
         new_size = st.st_size;
-    _cleanup_close_ int obj = stub_open_object(fs, path_fd, hex);
-    if (obj < 0 && obj != -ENOENT)
+    uint64_t keep = MIN((uint64_t) st.st_size, new_size);
+    /* Truncated to nothing (O_TRUNC), the object's data is not needed:
+     * a file whose object is lost can still be overwritten. */
+    _cleanup_close_ int obj = keep > 0 ? stub_open_object(fs, i, path_fd, hex) : -EBADF;
+    bool recovered = obj == -ENOENT; /* its own data, already ordinary */
+    if (obj < 0 && obj != -ENOENT && obj != -EBADF)
         return obj;
-    /* No object: then the stub was never punched and holds the data. */
-    if (obj >= 0 && (r = cas_copy(obj, fd, MIN((uint64_t) st.st_size, new_size))) < 0)
+    if (obj >= 0 && (r = cas_copy(obj, fd, keep)) < 0)
         return r;
     if (new_size != (uint64_t) st.st_size && ftruncate(fd, new_size) < 0)
         return negative_errno();
@@ -118,14 +170,20 @@ int stub_copy_up(Fs *fs, Inode *i, int path_fd, const char *hex, uint64_t new_si
      * an ordinary file full of holes. */
     if (fs->cfg.mode != COMMIT_NONE && fdatasync(fd) < 0)
         return negative_errno();
-    if (obj >= 0 && fremovexattr(fd, WSFS_XATTR_CAS) < 0 && errno != ENODATA)
+    if (!recovered && fremovexattr(fd, WSFS_XATTR_CAS) < 0 && errno != ENODATA)
         return negative_errno();
+    /* After the reference: a stray marker on an ordinary file means
+     * nothing (it is set again whenever the file becomes a stub). */
+    if (!recovered)
+        (void) fremovexattr(fd, WSFS_XATTR_WHOLE);
     /* Copying moved the data, it did not change it: keep the times that
      * make and git look at. */
     (void) futimens(fd, (struct timespec[2]) { st.st_atim, st.st_mtim });
     i->stub = STUB_NO;
+    i->own_data_bad = false;
     atomic_fetch_add(&i->copyups, 1);
     atomic_fetch_add(&fs->cfg.stats->copy_ups, 1);
+    share_note_removed(&fs->share);
     return 0;
 }
 
@@ -143,6 +201,29 @@ int stub_truncate(Fs *fs, Inode *i, int path_fd, uint64_t size) {
     return r;
 }
 
+typedef struct StoreCancel {
+    Fs *fs;
+    Inode *i;
+    uint64_t wgen;
+    int fd;
+} StoreCancel;
+
+/* Between chunks of a copy into the pool: stop when the file was deleted
+ * or replaced (its inode has no name left), opened for writing or
+ * truncated, or the daemon is stopping. */
+static bool store_cancelled(void *userdata) {
+    StoreCancel *c = userdata;
+    struct stat st;
+    if (c->fs->se && fuse_session_exited(c->fs->se))
+        return true;
+    if (fstat(c->fd, &st) < 0 || st.st_nlink == 0)
+        return true;
+    pthread_mutex_lock(&c->fs->cas_lock);
+    bool written = c->i->wgen != c->wgen || c->i->writers > 0;
+    pthread_mutex_unlock(&c->fs->cas_lock);
+    return written;
+}
+
 void stub_store(Fs *fs, Inode *i, uint64_t wgen) {
     char hex[WSFS_HEX_LEN + 1];
     struct stat st, ost, dst;
@@ -155,27 +236,55 @@ void stub_store(Fs *fs, Inode *i, uint64_t wgen) {
     if (fd < 0 || fstat(fd, &st) < 0 || !S_ISREG(st.st_mode) || st.st_nlink == 0 ||
         (uint64_t) st.st_size < fs->cfg.cas_threshold)
         return;
+    /* Holes: fewer bytes allocated than the size says (a dense file has
+     * at least its size, rounded up to blocks, delayed allocation
+     * included). It stays whole in the state dir, where it costs what it
+     * allocates. */
+    if ((uint64_t) st.st_blocks * 512 < (uint64_t) st.st_size) {
+        atomic_fetch_add(&fs->cfg.stats->sparse_kept, 1);
+        committer_stats_changed(fs->committer);
+        return;
+    }
+    if (!share_reserve(&fs->share, st.st_size)) {
+        atomic_fetch_add(&fs->cfg.stats->share_kept, 1);
+        committer_stats_changed(fs->committer);
+        return;
+    }
 
+    StoreCancel cancel = { fs, i, wgen, fd };
     cas_lock_shared(fs->cfg.pool);
-    int r = cas_publish(fs->cfg.pool, &fs->fdc, fd, hex, &obj, &dir, &shard);
+    int r = cas_publish(fs->cfg.pool, &fs->fdc, fd, store_cancelled, &cancel, hex, &obj, &dir, &shard);
     if (r < 0) {
         cas_unlock_shared(fs->cfg.pool);
-        stub_log_cas_failure(fs, "storing an object in the content pool", r);
+        share_commit(&fs->share, st.st_size, NULL);
+        if (r == -ECANCELED) {
+            atomic_fetch_add(&fs->cfg.stats->copies_abandoned, 1);
+            committer_stats_changed(fs->committer);
+        } else
+            stub_log_cas_failure(fs, "storing an object in the content pool", r);
         return;
     }
     atomic_fetch_add(r > 0 ? &fs->cfg.stats->objects_deduplicated : &fs->cfg.stats->objects_stored, 1);
 
     pthread_mutex_lock(&fs->cas_lock);
     bool ok = i->wgen == wgen && i->writers == 0;
-    if (ok && fsetxattr(fd, WSFS_XATTR_CAS, hex, WSFS_HEX_LEN, 0) < 0) {
+    /* The marker first: whenever the reference exists, the marker was set
+     * while the data was whole (a crash between the two leaves an
+     * ordinary file with a marker, which means nothing). */
+    if (ok && (fsetxattr(fd, WSFS_XATTR_WHOLE, "1", 1, 0) < 0 ||
+               fsetxattr(fd, WSFS_XATTR_CAS, hex, WSFS_HEX_LEN, 0) < 0)) {
         stub_log_cas_failure(fs, "setting " WSFS_XATTR_CAS, negative_errno());
+        (void) fremovexattr(fd, WSFS_XATTR_WHOLE);
         ok = false;
     }
-    if (ok)
+    if (ok) {
         i->stub = STUB_YES;
+        i->own_data_bad = false;
+    }
     pthread_mutex_unlock(&fs->cas_lock);
     /* The reference is made (or not): the sweeper may look again. */
     cas_unlock_shared(fs->cfg.pool);
+    share_commit(&fs->share, st.st_size, ok ? hex : NULL);
 
     CommitItem items[3] = { { .fh = i->fh, .full = true } }; /* the xattr must be durable */
     if (ok && fstat(obj, &ost) == 0 && fstat(dir, &dst) == 0) {
@@ -206,7 +315,11 @@ void fs_punch(void *userdata, const CasPunch *p) {
         _cleanup_close_ int fd = FD_RETRY(&fs->fdc, file_handle_open(&fs->mounts, &p->fh, O_RDWR));
         ssize_t n = fd >= 0 ? fgetxattr(fd, WSFS_XATTR_CAS, hex, WSFS_HEX_LEN) : -1;
         hex[WSFS_HEX_LEN] = 0;
+        /* The marker goes first: once any block may be a hole, the stub
+         * must never be taken for whole. If the punch then fails, the
+         * marker stays off (a punch may have freed some blocks). */
         if (n == WSFS_HEX_LEN && streq(hex, p->hex) && fstat(fd, &st) == 0 && st.st_size > 0 &&
+            (fremovexattr(fd, WSFS_XATTR_WHOLE) == 0 || errno == ENODATA) &&
             fallocate(fd, FALLOC_FL_PUNCH_HOLE | FALLOC_FL_KEEP_SIZE, 0, st.st_size) == 0) {
             (void) futimens(fd, (struct timespec[2]) { st.st_atim, st.st_mtim });
             atomic_fetch_add(&fs->cfg.stats->stubs_punched, 1);

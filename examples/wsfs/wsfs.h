@@ -8,13 +8,19 @@
  *   handle.c   file handles (name_to_handle_at) and the mounts they need
  *   fdcache.c  the bounded LRU cache of O_PATH fds, and the fd budget
  *   inode.c    the inode table: FUSE node ids <-> backing inodes
+ *   digest.c   SHA-256 digests and sets of them
+ *   cli.c      what the verbs and the command line share (lists, sizes, JSON)
+ *   identity.c the volumes' identity files (.layoutd-volume), checked at start
  *   cas.c      the sharded content-addressed pool (SHA-256 objects)
+ *   share.c    this workspace's use of the pool (--pool-share), and the
+ *              walk of the state dir that counts it and finds lost objects
  *   commit.c   group commit: records join a batch, a committer thread
  *              makes each batch durable (syncfs | fdatasync | none)
  *   stub.c     CAS transitions of a file: store, punch, copy-up
  *   ops.c      the FUSE low-level operations over the state directory
  *   gc.c       `layoutd-wsfs gc`: the content pool's sweeper
- * main.c parses the command line and runs the session (or gc).
+ *   fsck.c     `layoutd-wsfs fsck`: every stub without its object
+ * main.c parses the command line and runs the session (or a verb).
  */
 
 #define FUSE_USE_VERSION 312
@@ -23,14 +29,79 @@
 #include <stdatomic.h>
 #include <stdbool.h>
 #include <stdint.h>
+#include <stdio.h>
 #include <sys/stat.h>
 #include <sys/types.h>
 
 #include "macro.h"
 
 #define WSFS_XATTR_CAS "user.wsfs.cas"
+/* Set (before user.wsfs.cas) when a stub is made, while the file still
+ * holds its whole data; removed before the stub is punched. A stub without
+ * it is never served from its own blocks (stub.c). */
+#define WSFS_XATTR_WHOLE "user.wsfs.whole"
 #define WSFS_XATTR_PREFIX "user.wsfs." /* our namespace: hidden from the mount */
 #define WSFS_HEX_LEN 64                /* SHA-256 as lowercase hex */
+
+/* ---- digest.c ---- */
+
+typedef struct Digest {
+    unsigned char b[32];
+} Digest;
+
+/* An open-addressing set of digests. Zero-initialised is empty. */
+typedef struct DigestSet {
+    Digest *slots;
+    bool *used;
+    size_t cap, n;
+} DigestSet;
+
+/* Returns: false if s is not 64 lowercase hex digits. */
+bool digest_from_hex(const char *s, Digest *ret);
+void digest_to_hex(const Digest *d, char out[WSFS_HEX_LEN + 1]);
+/* Returns: 1 added, 0 already there, -ENOMEM. */
+int digest_set_add(DigestSet *s, const Digest *d);
+bool digest_set_has(const DigestSet *s, const Digest *d);
+void digest_set_done(DigestSet *s);
+
+/* ---- cli.c ---- */
+
+/* Appends the comma-separated items of arg to a NULL-terminated list.
+ * Returns: <0 on error (-ENOMEM), 0 on success. */
+int cli_split_list(char ***list, size_t *n, const char *arg);
+void cli_free_list(char **list, size_t n);
+/* "90", "90s", "30m", "2h", "1d", "2w" in seconds. Returns: <0 if invalid. */
+int cli_parse_duration(const char *s, uint64_t *ret);
+/* A non-negative integer; with suffixes, K/M/G/T (binary, "KiB" too).
+ * Returns: <0 if invalid. */
+int cli_parse_size(const char *s, bool suffixes, uint64_t *ret);
+/* Writes s as a JSON string (quoted, escaped; bytes that are not UTF-8
+ * become U+FFFD). */
+void cli_json_string(FILE *f, const char *s);
+/* flock(fd, op) (LOCK_SH or LOCK_EX), polling for at most timeout_s;
+ * adds the time waited to *ret_wait_ms (may be NULL).
+ * Returns: <0 on error (-ETIMEDOUT), 0 on success. */
+int cli_flock_timeout(int fd, int op, uint64_t timeout_s, uint64_t *ret_wait_ms);
+
+/* ---- walk.c ---- */
+
+/* A walk of the regular files below a directory (embed it first in the
+ * caller's own struct). */
+typedef struct Walker {
+    /* Called for each regular file: dir_fd is its directory (open for the
+     * call), rel that directory's path below the root ("" for the root).
+     * Returns: <0 to stop the walk (returned by walk_files), 0 to go on. */
+    int (*file)(struct Walker *w, int dir_fd, const char *rel, const char *name, const struct stat *st);
+    const atomic_bool *stop;  /* may be NULL: when true, the walk ends early */
+    uint64_t errors, dirs;    /* entries that could not be read; directories read */
+    char first_error[512];
+} Walker;
+
+/* Walks root_fd's tree: entries that vanish meanwhile are skipped, those
+ * that cannot be read are counted (w->errors); symlinks are not followed.
+ * Returns: <0 on error (the root unreadable, -ENOMEM, or file's), 0 on
+ * success. */
+int walk_files(Walker *w, int root_fd);
 
 /* ---- stats.c ---- */
 
@@ -67,7 +138,44 @@ typedef struct Stats {
     atomic_uint_fast64_t fd_sheds;             /* EMFILE/ENFILE answered by closing cached fds */
     atomic_uint_fast64_t fds_cached;           /* O_PATH fds in the cache now */
     atomic_uint_fast64_t fds_handles;          /* fds held for open files and dirs now */
+    /* Integrity and the pool's bounds (README "Counters"). */
+    atomic_uint_fast64_t objects_missing;      /* distinct objects referenced but not in the pool */
+    atomic_uint_fast64_t missing_eio;          /* opens answered EIO because of one */
+    atomic_uint_fast64_t stubs_recovered;      /* object missing, own data verified whole: made ordinary */
+    atomic_uint_fast64_t sparse_kept;          /* files kept out of the pool: they have holes */
+    atomic_uint_fast64_t copies_abandoned;     /* copies into the pool stopped early */
+    atomic_uint_fast64_t share_kept;           /* files kept out of the pool by --pool-share */
+    atomic_uint_fast64_t pool_share;           /* the bound, bytes; UINT64_MAX: unlimited */
+    atomic_uint_fast64_t pool_bytes;           /* this workspace's use of the pool, as counted */
+    atomic_uint_fast64_t pool_objects;         /* distinct objects it references, as counted */
+    atomic_bool pool_counted;                  /* a walk has counted them since the start */
+    atomic_uint_fast64_t scans;                /* walks of the state dir completed */
+    atomic_uint_fast64_t scan_ms;              /* the last one's duration */
+    atomic_uint_fast64_t scan_errors;          /* entries a walk could not read */
+    /* The missing objects, by digest: all of them (distinct), and the
+     * first WSFS_MISSING_LISTED in the order found, for the stats file. */
+    pthread_mutex_t missing_lock;
+    DigestSet missing;
+    char missing_listed[16][WSFS_HEX_LEN + 1];
+    size_t n_missing_listed;
+    uint64_t missing_unnamed;  /* found since the last summary line, not named in the log */
+    usec_t missing_log_next;   /* CLOCK_MONOTONIC: the next summary line, at the earliest */
 } Stats;
+
+#define WSFS_MISSING_LISTED 16 /* digests in the stats file */
+#define WSFS_MISSING_LOGGED 64 /* digests named in the log; later ones are counted there */
+
+void stats_init(Stats *s);
+void stats_done(Stats *s);
+/* Counts an object found missing (once per digest). The first
+ * WSFS_MISSING_LOGGED distinct ones are for the caller to log by name;
+ * later ones are summed up by stats_log_missing() (a lost pool must not
+ * become a log line per file; fsck lists them all).
+ * Returns: 0 seen before, 1 new (log it), 2 new, not to be named. */
+int stats_note_missing(Stats *s, const char *hex);
+/* Logs how many were not named since the last such line: at once when
+ * now_or_never (a walk ended), else at most once a minute. */
+void stats_log_missing(Stats *s, bool now_or_never);
 
 /* Formats the counters as one line of JSON (no newline) into buf.
  * Returns: the length that was needed (like snprintf). */
@@ -198,6 +306,7 @@ typedef struct Inode {
     atomic_bool dirty;            /* written since the last CAS attempt */
     atomic_uint_fast64_t copyups; /* bumped by each copy-up */
     uint8_t stub;                 /* cas_lock: STUB_UNKNOWN | STUB_NO | STUB_YES */
+    bool own_data_bad;            /* cas_lock: its object is missing and its own data is not it */
     /* FUSE passthrough (libfuse 3.17, not in Debian 12's 3.14): the
      * backing id registered for this inode's open fd, shared by its
      * handles, and how many use it. Unused here; see README "Design". */
@@ -244,11 +353,17 @@ typedef struct CasPool {
     pthread_mutex_t lock_mutex;
     unsigned lock_users; /* threads holding the shared lock (lock_mutex) */
     bool no_pool;       /* cas_pool_none(): the daemon runs without a pool */
+    unsigned test_copy_delay_ms; /* LAYOUTD_WSFS_TEST_COPY_DELAY_MS: a pause per chunk copied (tests) */
 } CasPool;
 
+/* Asked between the chunks of a copy into the pool. Returns: true to stop. */
+typedef bool (*CasCancelFn)(void *userdata);
+
 /* Opens (and creates <dir>/objects in) each content dir, in shard order.
+ * dir_fds: O_RDONLY directory fds already opened (and checked) for the
+ * dirs, taken over (each set to -EBADF), or NULL to open the paths.
  * Returns: <0 on error (*ret_bad = index of the failing dir), 0 on success. */
-int cas_pool_open(CasPool *p, char **dirs, size_t n, size_t *ret_bad);
+int cas_pool_open(CasPool *p, char **dirs, size_t n, int *dir_fds, size_t *ret_bad);
 /* No pool (no --content): nothing is published, a stub reads as EIO. */
 void cas_pool_none(CasPool *p);
 void cas_pool_close(CasPool *p);
@@ -263,12 +378,21 @@ void cas_unlock_shared(CasPool *p);
 /* Copies src (from offset 0 to EOF) into a new object while hashing it
  * (one pass), and publishes it unless it already exists; an existing
  * object's mtime is freshened (the sweeper's grace period). Call with the
- * shared lock held, and keep it until the reference is made.
+ * shared lock held, and keep it until the reference is made. cancel (may
+ * be NULL) is asked between chunks and once more before the object is
+ * published; when it says stop, the copy is removed.
  * *ret_obj_fd (O_RDONLY) and *ret_dir_fd (the objects/xx dir) are for the
  * caller's durability bookkeeping.
- * Returns: <0 on error, 0 stored a new object, 1 object already existed. */
-int cas_publish(CasPool *p, FdCache *fdc, int src_fd, char ret_hex[WSFS_HEX_LEN + 1],
-                int *ret_obj_fd, int *ret_dir_fd, size_t *ret_shard);
+ * Returns: <0 on error (-ECANCELED: stopped; no temporary file is left on
+ * any error), 0 stored a new object, 1 object already existed. */
+int cas_publish(CasPool *p, FdCache *fdc, int src_fd, CasCancelFn cancel, void *userdata,
+                char ret_hex[WSFS_HEX_LEN + 1], int *ret_obj_fd, int *ret_dir_fd, size_t *ret_shard);
+/* The SHA-256 of fd's content (from offset 0 to EOF), as lowercase hex.
+ * Returns: <0 on error, 0 on success. */
+int cas_hash_fd(int fd, char ret_hex[WSFS_HEX_LEN + 1]);
+/* Whether an object is in the pool (objects/, or the sweeper's trash).
+ * Returns: 1 in objects/, 2 in the trash, 0 in neither, <0 on error. */
+int cas_object_state(const CasPool *p, const char *hex);
 /* Opens an object read-only; one that sits in the gc trash is put back
  * first (*ret_restored = true).
  * Returns: fd, or <0 (-ENOENT if missing). */
@@ -280,6 +404,93 @@ int cas_copy(int in_fd, int out_fd, uint64_t len);
  * Returns: 1 (and ret_hex) if it is a stub, 0 if not, <0 on error. */
 int cas_stub_digest(int fd, char ret_hex[WSFS_HEX_LEN + 1]);
 bool cas_is_hex(const char *s);
+
+/* ---- share.c ---- */
+
+/* An object stored while a walk was counting (it may not have seen it). */
+typedef struct ShareStored {
+    Digest d;
+    uint64_t size;
+} ShareStored;
+
+/* This workspace's use of the content pool: the distinct objects its stubs
+ * reference and their bytes. Counted by a walk of the state dir at start
+ * (in its own thread, while the mount serves), then kept up to date by
+ * adding what this daemon stores. What stops referencing an object (an
+ * unlink, a rename over a stub, a copy-up) only sets a flag: the hot path
+ * does not look at what it removes. When a store would go over the bound
+ * and something may have been removed since, the walk counts again. */
+typedef struct PoolShare {
+    pthread_mutex_t lock;
+    pthread_cond_t wake;
+    uint64_t limit;           /* bytes; UINT64_MAX: unlimited */
+    uint64_t used;            /* bytes of the distinct objects in refs */
+    uint64_t reserved;        /* copies in flight, each at its file's size */
+    DigestSet refs;
+    bool counted;             /* a walk has completed: used is known */
+    bool walking, want_walk;
+    atomic_bool stop;         /* share_done(): the walker ends, a walk is abandoned */
+    ShareStored *since;       /* stored during the walk in progress */
+    size_t n_since, cap_since;
+    bool since_lost;          /* out of memory for since: that walk's count is not taken */
+    usec_t last_walk;         /* CLOCK_MONOTONIC of the last walk's start */
+    atomic_bool removed;      /* a reference may have gone since that walk began */
+    bool started, go;
+    void (*notify)(void *userdata); /* a walk counted, or found objects missing */
+    void *userdata;
+    pthread_t thread;
+    int root_fd;              /* O_RDONLY of the state dir */
+    char *root_path;          /* its path, for messages */
+    const CasPool *pool;
+    Stats *stats;
+} PoolShare;
+
+/* Starts the walker thread (call with every signal blocked: it inherits
+ * the mask); it waits for share_start(). No pool: nothing is started, and
+ * every reservation fails. state_fd: any fd of the state dir (O_PATH too).
+ * Returns: <0 on error, 0 on success. */
+int share_init(PoolShare *s, const CasPool *pool, int state_fd, uint64_t limit, Stats *stats);
+/* The first walk begins; notify(userdata) is called (unlocked, from the
+ * walker) after each walk, so that the stats file says what it found. */
+void share_start(PoolShare *s, void (*notify)(void *userdata), void *userdata);
+/* May size more bytes go to the pool? If so they are reserved until
+ * share_commit(). Over the bound: false, and a recount is asked for when
+ * something may have been removed since the last one. With a bound, false
+ * until the first walk has counted. */
+bool share_reserve(PoolShare *s, uint64_t size);
+/* A reserved copy is over: hex is the object it now references, or NULL
+ * (it did not, or failed). */
+void share_commit(PoolShare *s, uint64_t size, const char *hex);
+/* A reference may have gone (unlink, rename, copy-up): one relaxed store. */
+static inline void share_note_removed(PoolShare *s) {
+    atomic_store_explicit(&s->removed, true, memory_order_relaxed);
+}
+/* Stops the walker (an unfinished walk is abandoned) and frees. */
+void share_done(PoolShare *s);
+
+/* ---- identity.c ---- */
+
+/* The identity file a volume carries at its root (written by the agent
+ * when it carves it): lines key=value, '#' comments; uuid= at least. */
+#define WSFS_IDENTITY_FILE ".layoutd-volume"
+
+typedef struct VolumeIdentity {
+    char uuid[64], name[128], role[32]; /* "" when absent */
+} VolumeIdentity;
+
+/* When LAYOUTD_CONTENT_UUIDS is set: each of the n --content dirs must
+ * carry an identity file with its uuid (in shard order). ret_fds[n]: the
+ * dirs as opened and checked, for cas_pool_open() (all -EBADF when the
+ * variable is unset).
+ * Returns: 0 on success, <0 with a one-line reason in why. */
+int identity_check_content(char **dirs, size_t n, int *ret_fds, char *why, size_t why_size);
+/* When LAYOUTD_STATE_VOLUME and LAYOUTD_STATE_VOLUME_UUID are set: that
+ * dir's identity file has that uuid, and the --state dir is below it
+ * (resolved paths) on the same filesystem. *ret_st: the state dir as
+ * checked (unset when the variables are), for the caller to compare with
+ * what it opens.
+ * Returns: 0 on success, <0 with a one-line reason in why. */
+int identity_check_state(const char *state, struct stat *ret_st, char *why, size_t why_size);
 
 /* ---- commit.c ---- */
 
@@ -340,8 +551,11 @@ uint64_t committer_add(Committer *c, const CommitItem *items, size_t n_items,
                        ssize_t shard, const CasPunch *punch);
 /* The id of the batch that is open now. */
 uint64_t committer_current(Committer *c);
-/* Asks for a stats file write soon (e.g. on SIGUSR1). */
+/* Asks for a stats file write now (e.g. on SIGUSR1). */
 void committer_write_stats(Committer *c);
+/* Asks for a stats file write within the usual interval (~100 ms); never
+ * waits (may be called with cas_lock held). */
+void committer_stats_changed(Committer *c);
 /* Commits what is pending, stops and frees the committer. */
 void committer_stop(Committer *c);
 
@@ -359,6 +573,7 @@ typedef struct FsConfig {
     bool splice;             /* splice reads and writes */
     bool xattrs;             /* extended attributes through the mount */
     double timeout;          /* attribute and entry timeout, s */
+    uint64_t pool_share;     /* --pool-share, bytes; UINT64_MAX: unlimited */
 } FsConfig;
 
 typedef struct Fs {
@@ -370,6 +585,8 @@ typedef struct Fs {
     pthread_mutex_t cas_lock;
     Committer *committer;
     uid_t euid;
+    PoolShare share;
+    struct fuse_session *se; /* a copy into the pool stops when it has exited */
     /* stub.c: CAS failures are logged once per interval, not per file */
     pthread_mutex_t log_lock;
     usec_t cas_log_next;
@@ -386,8 +603,10 @@ typedef struct Handle {
     atomic_uint_fast64_t recorded; /* the batch this handle's writes last joined */
 } Handle;
 
+/* Starts the pool-share walker too: call with every signal blocked. */
 int fs_new(const FsConfig *cfg, Fs **ret);
 void fs_set_committer(Fs *fs, Committer *c);
+void fs_set_session(Fs *fs, struct fuse_session *se);
 /* The punch callback handed to the committer (userdata = Fs*). */
 void fs_punch(void *userdata, const CasPunch *p);
 void fs_free(Fs *fs);
@@ -396,18 +615,24 @@ extern const struct fuse_lowlevel_ops fs_ops;
 /* stub.c, for ops.c. cas_lock held for the first three. */
 int stub_copy_up(Fs *fs, Inode *i, int path_fd, const char *hex, uint64_t new_size);
 int stub_truncate(Fs *fs, Inode *i, int path_fd, uint64_t size);
-/* Opens the object of a stub for reading (restoring it from the trash, or
- * dropping a reference whose object never became durable when the stub
- * still holds its data). Returns: fd, -ENOENT (no longer a stub: use the
- * file), or another -errno. */
-int stub_open_object(Fs *fs, int path_fd, const char *hex);
+/* Opens the object of a stub for reading (restoring it from the trash).
+ * When the object is missing, the stub's own data is used only if it
+ * carries user.wsfs.whole and hashes to the digest (a crash before the
+ * object became durable): the stub then becomes an ordinary file.
+ * Otherwise the answer is EIO and the reference stays, counted and
+ * logged once per object. cas_lock held.
+ * Returns: fd, -ENOENT (no longer a stub: use the file), or another -errno
+ * (-EIO: the object is missing). */
+int stub_open_object(Fs *fs, Inode *i, int path_fd, const char *hex);
 /* Makes a released, written file a stub if it is large enough. Runs with
  * no lock held (copying takes a while); gives up if a writer came. */
 void stub_store(Fs *fs, Inode *i, uint64_t wgen);
 /* Logs a failed pool operation, at most once per interval. */
 void stub_log_cas_failure(Fs *fs, const char *what, int r);
 
-/* ---- gc.c ---- */
+/* ---- gc.c, fsck.c ---- */
 
 /* `layoutd-wsfs gc ...`: argv[0] is "gc". Returns: the exit status. */
 int gc_main(int argc, char **argv);
+/* `layoutd-wsfs fsck ...`: argv[0] is "fsck". Returns: the exit status. */
+int fsck_main(int argc, char **argv);

@@ -2,7 +2,8 @@
 # The content-addressed pool: two workspaces sharing one content dir store
 # a large file once (dedup), reads come from the object, a write copies it
 # back, objects land in the shard the README defines, and a stub whose
-# object is missing (crash before commit) falls back to its own data.
+# object is missing (crash before commit) falls back to its own data only
+# when it is known to be whole (missing.sh has the cases where it is not).
 TEST_NAME=wsfs-cas
 . "$LAYOUTD_TESTS/lib/common.sh"
 . "$LAYOUTD_TESTS/wsfs/lib.sh"
@@ -85,12 +86,20 @@ assert_eq 8 "$(objects "$WORK/c0" "$WORK/c1")" "objects over both shards"
 wsfs_stop sh "$WSFS_PID"
 
 # A stub whose object never became durable (crash before the commit)
-# still holds its data: the daemon serves it and drops the reference.
+# still holds its data and its whole-data marker: the daemon checks that
+# the data hashes to the digest, serves it and drops the reference.
 mkdir -p "$WORK/rep/state"
 head -c 100000 /dev/urandom > "$WORK/rep/state/orphan"
-setfattr -n user.wsfs.cas -v "$(printf '%064d' 0)" "$WORK/rep/state/orphan"
+setfattr -n user.wsfs.whole -v 1 "$WORK/rep/state/orphan"
+setfattr -n user.wsfs.cas -v "$(sha256sum < "$WORK/rep/state/orphan" | cut -d' ' -f1)" "$WORK/rep/state/orphan"
 WSFS_CONTENT=$WORK/content wsfs_start rep
 cmp "$WORK/rep/state/orphan" "$WORK/rep/mnt/orphan" || fail "stub without object"
 ! getfattr --absolute-names -n user.wsfs.cas "$WORK/rep/state/orphan" >/dev/null 2>&1 || fail "reference not dropped"
+# The same without the marker (an older daemon's stub, or a punched one):
+# EIO, and the reference stays.
+head -c 100000 /dev/urandom > "$WORK/rep/state/orphan2"
+setfattr -n user.wsfs.cas -v "$(sha256sum < "$WORK/rep/state/orphan2" | cut -d' ' -f1)" "$WORK/rep/state/orphan2"
+! cat "$WORK/rep/mnt/orphan2" > /dev/null 2>&1 || fail "a stub without the marker was served from its own data"
+getfattr --absolute-names -n user.wsfs.cas "$WORK/rep/state/orphan2" >/dev/null 2>&1 || fail "reference dropped"
 wsfs_stop rep "$WSFS_PID"
 log "ok"

@@ -126,6 +126,8 @@ for i in $(seq 1 40); do
     cmp <({ cat "$WORK/blob"; echo "$i"; }) "$WORK/casfull/mnt/f$i" || fail "f$i differs"
 done
 assert_eq 0 "$(stat_get casfull objects_stored)" "objects stored in a full pool"
+# Each failed copy removed its temporary file (no space kept by them).
+assert_eq 0 "$(find "$WORK/cpool/objects" -name '.tmp.*' | wc -l)" "temporary files left by failed copies"
 n=$(grep -c 'content pool failed' "$WORK/casfull/log" || true)
 [ "$n" -eq 1 ] || fail "$n log lines for 40 failed publishes: $(cat "$WORK/casfull/log")"
 grep -q 'No space left on device' "$WORK/casfull/log" || fail "the log does not say ENOSPC: $(cat "$WORK/casfull/log")"

@@ -13,12 +13,15 @@
 #   4. defence: a referenced object put in the trash by hand is restored,
 #      by the daemon that opens it and by the next gc run;
 #   5. a state root gc cannot read fails the run and deletes nothing.
+# And `layoutd-wsfs fsck` runs beside the writers and the sweeper in (1):
+# it must never report a stub without its object (nothing is lost there).
 TEST_NAME=wsfs-gc
 # Run by hand, find the tests dir from here (never run without common.sh).
 : "${LAYOUTD_TESTS:=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)}"
 . "$LAYOUTD_TESTS/lib/common.sh"
 . "$LAYOUTD_TESTS/wsfs/lib.sh"
 require_cmd getfattr
+require_cmd jq
 
 SECONDS_RUN=${GC_TEST_SECONDS:-20}
 C=$WORK/content
@@ -56,10 +59,24 @@ done
   done ) &
 sweeper=$!
 track_pid "$sweeper"
+( while :; do
+      rc=0; "$WSFS" fsck --content "$C" "${roots[@]}" --json >> "$WORK/fsck.jsonl" 2>> "$WORK/fsck.err" || rc=$?
+      echo "$rc" >> "$WORK/fsck.rc"
+      sleep 0.5
+  done ) &
+checker=$!
+track_pid "$checker"
 for k in 1 2 3 4 5 6; do
     wait "${writers[$((k - 1))]}" || fail "writer $k failed: $(cat "$WORK/writer$k.err")"
 done
-kill "$sweeper"; wait "$sweeper" 2>/dev/null || true
+kill "$sweeper" "$checker"; wait "$sweeper" "$checker" 2>/dev/null || true
+fsck_runs=$(grep -c . "$WORK/fsck.rc" || true)
+fsck_stubs=$(jq -s 'map(.stubs_checked) | add' "$WORK/fsck.jsonl")
+fsck_rechecked=$(jq -s 'map(.rechecked) | add' "$WORK/fsck.jsonl")
+log "fsck ran $fsck_runs times beside the writers and the sweeper, $fsck_stubs stubs checked, $fsck_rechecked looked at again under the lock"
+[ "$fsck_runs" -ge $((SECONDS_RUN / 4)) ] || fail "fsck ran only $fsck_runs times"
+[ "$fsck_stubs" -gt 0 ] || fail "fsck never saw a stub: it did not test"
+[ -z "$(grep -v '^0$' "$WORK/fsck.rc")" ] || fail "fsck did not exit 0 beside live writers: $(sort "$WORK/fsck.rc" | uniq -c) $(grep -v '"stubs_missing":0,' "$WORK/fsck.jsonl" | head -2) $(head -3 "$WORK/fsck.err")"
 runs=$(wc -l < "$WORK/gc.jsonl")
 log "gc ran $runs times during the writes; $(grep -c '"ok":true' "$WORK/gc.jsonl") ok"
 [ "$runs" -ge $((SECONDS_RUN / 4)) ] || fail "gc ran only $runs times"

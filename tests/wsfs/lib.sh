@@ -55,3 +55,15 @@ all_committed() {
 fd_count() { ls "/proc/$1/fd" 2>/dev/null | wc -l; }
 
 FSPROBE="/usr/bin/python3 $LAYOUTD_TESTS/wsfs/fsprobe.py"
+
+# wsfs_mkvol NAME SIZE [FS [mkfs options...]]: a loop-backed filesystem
+# (default ext4) mounted at $WORK/NAME; the teardown removes it.
+wsfs_mkvol() {
+    local name=$1 size=$2 fs=${3:-ext4}; shift 2; [ $# -gt 0 ] && shift
+    require_loop
+    require_cmd "mkfs.$fs"
+    truncate -s "$size" "$WORK/$name.img"
+    "mkfs.$fs" -q "$@" "$WORK/$name.img" >/dev/null 2>&1 || fail "mkfs.$fs $name"
+    mkdir -p "$WORK/$name"
+    mount -o loop "$WORK/$name.img" "$WORK/$name" || fail "mount $name"
+}
