@@ -54,6 +54,9 @@ static usec_t now_mono(void) {
 
 void stub_log_cas_failure(Fs *fs, const char *what, int r) {
     atomic_fetch_add(&fs->cfg.stats->cas_errors, 1);
+    /* The stats file is rewritten only when told: without this a failure
+     * stays invisible (to the agent's probe too) until the next commit. */
+    committer_stats_changed(fs->committer);
     pthread_mutex_lock(&fs->log_lock);
     usec_t now = now_mono();
     if (now >= fs->cas_log_next) {
