@@ -267,7 +267,12 @@ api:
             bad = [x for x in vols if x.get("state") == "failed"]
             if bad:
                 raise SetupError(f"volume {bad[0]['name']} failed: {bad[0].get('message')}")
-            return vols if st == 200 and vols and all(x.get("state") == "up" for x in vols) else None
+            if not (st == 200 and vols and all(x.get("state") == "up" for x in vols)):
+                return None
+            # Creates are refused (503 not_ready) until the agent has
+            # reconciled its record with the volumes: READY=1 comes then.
+            st, s = api(self.sock, "GET", "/v1/status")
+            return vols if st == 200 and (s or {}).get("state") == "ready" else None
         vols = poll(up, 600, "the agent's volumes to be up")
         self.volumes = [{k: v.get(k) for k in ("name", "backend", "device", "direct_io", "size_bytes")}
                         for v in vols]

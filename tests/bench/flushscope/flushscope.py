@@ -311,7 +311,12 @@ class Agent:
             except OSError:
                 return None
             vols = (v or {}).get("volumes", [])
-            return vols if st == 200 and vols and all(x.get("state") == "up" for x in vols) else None
+            if not (st == 200 and vols and all(x.get("state") == "up" for x in vols)):
+                return None
+            # Creates are refused (503 not_ready) until the agent has
+            # reconciled its record with the volumes: READY=1 comes then.
+            st, s = api(self.sock, "GET", "/v1/status")
+            return vols if st == 200 and (s or {}).get("state") == "ready" else None
         return poll(up, 300, "layoutd's volumes to be up")
 
     def stop(self):
