@@ -237,6 +237,15 @@ static int parse_args(int argc, char **argv, Args *a) {
     if (a->timeout < 0)
         a->timeout = published ? 1.0 : 86400.0;
 
+    /* The agent says where it reads the counters (it cannot add options to
+     * the layout's command); an explicit --stats-file wins. */
+    const char *sf = getenv("LAYOUTD_STATS_FILE");
+    if (!a->stats_file && !isempty(sf)) {
+        if (sf[0] != '/')
+            return BAD("LAYOUTD_STATS_FILE=%s: must be an absolute path", sf);
+        a->stats_file = sf;
+    }
+
     const char *e = getenv("LAYOUTD_SHARDS");
     uint64_t shards;
     if (!isempty(e) && (cli_parse_size(e, false, &shards) < 0 || shards != a->n_content))
