@@ -212,10 +212,14 @@ static void on_done(Worker *w, int error, const char *message, ApplyResult *res,
     unlink_job(a, j);
     if (j->done)
         j->done(a, error, message, res, extra, j->userdata);
+    /* The done callback borrowed res: merged into volume_results here, or
+     * (AGENT_JOB_OWN_RESULT) only its caller's, and freed. */
     if (res && !(j->flags & AGENT_JOB_OWN_RESULT)) {
         ApplyResult *copy = res;
-        (void) apply_result_merge(a->volume_results, &copy);
-    }
+        if (apply_result_merge(a->volume_results, &copy) < 0)
+            apply_result_free(copy);
+    } else
+        apply_result_free(res);
     json_object_put(extra);
     job_free(j);
     agent_volumes_changed(a);
