@@ -1,0 +1,437 @@
+#!/usr/bin/env bash
+# The chaos suite (issue "Nothing lost, nothing crashed"): the real agent
+# and its daemons under a seeded schedule of faults, with real workloads
+# running in three workspaces, and the invariants checked after every
+# fault and at the end.
+#
+#   tests/chaos/chaos.sh [--seed N] [--duration SEC] [--results FILE]
+#
+# Profiles: the CI smoke is `--duration 300` with the fixed default seed,
+# run by tests/run on the ASan+UBSan build (LAYOUTD_BUILD_DIR=build-asan);
+# the soak is `--duration 3600` (docs/reliability.md). The same seed gives
+# the same schedule of faults and operations (timing still varies).
+#
+# Workloads, one writer per workspace, each in <mount>/data (a directory
+# that exists only inside the FUSE mount: while a daemon is down, a writer
+# gets ENOENT instead of writing into the bare mountpoint on the host):
+#   - files written, fsynced and renamed into place (the directory
+#     fsynced: what a writer does that wants the name to survive a crash,
+#     which the xfs-shutdown fault is), identical across
+#     workspaces (deduplicated in the pool) or distinct, 1 KiB to 2.5 MiB,
+#     sizes that are and are not multiples of 4 KiB;
+#   - files rewritten in place (a stub's copy-up), renamed, deleted;
+#   - in c1, a clone of this repository with commits made on it;
+#   - the content pool swept every minute at the shortest grace (1 min).
+# Faults, one per round, drawn from the seed:
+#   agent-kill9, agent-term, agent-int (each followed by a restart, the
+#   way systemd restarts the unit), daemon-kill9, sweeper-kill9 (a sweep
+#   started and its child killed), teardown (SIGINT, then teardown
+#   --destroy-data and plain teardown must both refuse, and change
+#   nothing, while workspaces are recorded), content-ro (the content volume
+#   remounted read-only for a while), fill (a workspace fills its state
+#   volume, which grows, then empties it), image-moved (a state volume's
+#   backing image moved away while the agent is stopped: its workspaces
+#   must be held, not started on a bare directory; then put back),
+#   content-shutdown (the same for the content volume: stubs read EIO
+#   meanwhile, never zeros, and everything verifies after the restart),
+#   xfs-shutdown (a state volume shut down as on an I/O error: the problem
+#   must show in /v1/status; the agent is restarted and the volume's log
+#   replays).
+# Invariants after each fault (writers paused):
+#   - every file in each writer's manifest matches its sha256 after
+#     drop_caches (a file that reads as zeros does not match);
+#   - c1's repository passes git fsck;
+#   - the agent is alive (it crashed if it is not: the run fails);
+#   - every workspace answers a write and a read-back;
+#   - the record matches the machine: as many loop devices as loop
+#     volumes up, one FUSE mount and one daemon per running workspace.
+# At the end: the workspaces removed, the agent stopped and teardown
+# --destroy-data run: nothing is left
+# (no mount, loop device or daemon of this run), and no sanitizer report.
+TEST_NAME=chaos
+: "${LAYOUTD_TESTS:=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)}"
+. "$LAYOUTD_TESTS/lib/common.sh"
+. "$LAYOUTD_TESTS/agent/lib-agent.sh"
+require_root; require_loop; require_fuse
+require_cmd curl; require_cmd mkfs.xfs; require_cmd xfs_io; require_cmd git
+[ -x "$PY" ] || skip "needs /usr/bin/python3"
+
+SEED=20261202
+DURATION=300
+RESULTS=
+while [ $# -gt 0 ]; do
+    case $1 in
+        --seed) SEED=$2; shift 2 ;;
+        --duration) DURATION=$2; shift 2 ;;
+        --results) RESULTS=$2; shift 2 ;;
+        *) fail "usage: chaos.sh [--seed N] [--duration SEC] [--results FILE]" ;;
+    esac
+done
+RANDOM=$SEED
+WSS="c1 c2 c3"
+export ASAN_OPTIONS="${ASAN_OPTIONS:-detect_leaks=0}:log_path=$WORK/sanitizer/asan"
+export UBSAN_OPTIONS="print_stacktrace=1:log_path=$WORK/sanitizer/ubsan"
+mkdir -p "$WORK/sanitizer"
+log "seed $SEED, $DURATION s, binaries of $LAYOUTD_BUILD_DIR"
+
+L=$WORK/layout.yaml
+cat >"$L" <<YAML
+version: 1
+root: $WORK/root
+pools:
+  state:
+    backend: loop-xfs
+    volume_size: 320MiB
+    min_volumes: 1
+    max_volumes: 4
+    workspaces_per_volume: 2
+    workspace_reserve: 8MiB
+    direct_io: true
+    growth: {threshold: 60%, max_size: 1GiB, host_reserve: 2GiB}
+  content:
+    backend: loop-xfs
+    volume_size: 320MiB
+    shards: 1
+    direct_io: true
+    growth: {threshold: 60%, max_size: 2GiB, host_reserve: 2GiB}
+    gc: {interval: 1min, grace: 1min}
+workspace:
+  mount_root: $WORK/mnt
+  command: [$WSFS, --state, "{state_dir}", --content, "{content_dirs}", "{mountpoint}"]
+  restart: on-failure
+  backoff: {initial: 200ms, max: 2s, reset_after: 10s}
+  ready_timeout: 30s
+  stop_timeout: 10s
+api:
+  socket: $SOCK
+  group: layoutd-no-such-group
+  flush_probe_interval: 1s
+YAML
+
+# ---- counters (the report) ----
+declare -A FAULTS=()
+VERIFIED=0 ROUNDS=0 LOST=0
+count_fault() { FAULTS[$1]=$((${FAULTS[$1]:-0} + 1)); }
+
+ws_state() { jget "$(api GET "/v1/workspaces/$1")" "d['daemon']['state']" 2>/dev/null; }
+all_running() {
+    local w
+    for w in $WSS; do [ "$(ws_state "$w")" = running ] || return 1; done
+    # once set up, a running workspace shows its files (its daemon serves)
+    [ ! -e "$WORK/set-up" ] || { [ -d "$WORK/mnt/c1/data" ] && [ -d "$WORK/mnt/c2/data" ] && [ -d "$WORK/mnt/c3/data" ]; }
+}
+agent_ready() { [ "$(jget "$(api GET /v1/status)" "d['state']" 2>/dev/null)" = ready ]; }
+recover() {
+    wait_for 120 agent_ready || { tail -40 "$AGENT_LOG"; fail "after $1: the agent is not ready"; }
+    wait_for 120 all_running || { tail -40 "$AGENT_LOG"; fail "after $1: workspaces not running: $(api GET /v1/workspaces)"; }
+}
+restart_agent() { start_agent "$L"; }
+# agent_gone SIGNAL: the agent stopped by the driver, the way systemd would.
+agent_gone() {
+    kill "-$1" "$AGENT_PID" 2>/dev/null || true
+    local i
+    for i in $(seq 1 900); do kill -0 "$AGENT_PID" 2>/dev/null || break; sleep 0.1; done
+    kill -0 "$AGENT_PID" 2>/dev/null && fail "the agent did not exit after SIG$1"
+    wait "$AGENT_PID" 2>/dev/null || true
+    AGENT_PID=
+}
+
+# ---- sources: shared contents (identical in every workspace) ----
+mkdir -p "$WORK/src"
+sizes=(1024 70000 100000 262144 300001 1048576 2621440 4096)
+for k in "${!sizes[@]}"; do
+    head -c "${sizes[$k]}" /dev/urandom >"$WORK/src/s$k"
+    sha256sum <"$WORK/src/s$k" | cut -d' ' -f1 >"$WORK/src/s$k.sha"
+done
+
+# ---- the writers ----
+# writer W SEED: runs until $WORK/stop exists; between operations it
+# honours $WORK/pause (and says so in $WORK/paused.W). Its manifest
+# ($WORK/man.W, "SHA NAME" lines) lists the files whose last operation
+# succeeded: written, fsynced and renamed; a failed operation (its daemon
+# was down) drops the files it touched, whose state is then unknown.
+writer() {
+    local w=$1 d=$WORK/mnt/$1/data man=$WORK/man.$1 errs=$WORK/errs.$1 n=0 op f g src sha size
+    RANDOM=$2
+    : >"$man"; : >"$errs"
+    drop() { grep -v " $1\$" "$man" >"$man.new" || true; mv "$man.new" "$man"; }
+    err() { echo "$1: $(tail -1 "$WORK/err.$w" 2>/dev/null)" >>"$errs"; sleep 0.3; }
+    pick() { [ -s "$man" ] && shuf -n 1 --random-source=<(yes "$RANDOM") "$man" | cut -d' ' -f2; }
+    while [ ! -e "$WORK/stop" ]; do
+        if [ -e "$WORK/pause" ]; then touch "$WORK/paused.$w"; sleep 0.05; continue; fi
+        n=$((n + 1))
+        op=$((RANDOM % 20))
+        # at most ~150 files per workspace: past it, new files become deletes
+        [ "$op" -ge 9 ] || [ "$(wc -l <"$man")" -lt 150 ] || op=15
+        if [ "$op" -lt 9 ] || [ ! -s "$man" ]; then
+            # a new file: shared content (deduplicated) or distinct
+            if [ $((RANDOM % 2)) = 0 ]; then
+                src=$WORK/src/s$((RANDOM % ${#sizes[@]})); sha=$(cat "$src.sha")
+            else
+                size=$(( (RANDOM * 32768 + RANDOM) % 1500000 + 1 ))
+                src=$WORK/tmp.$w; head -c "$size" /dev/urandom >"$src"; sha=$(sha256sum <"$src" | cut -d' ' -f1)
+            fi
+            f=f$n
+            if cp "$src" "$d/.new.$n" 2>"$WORK/err.$w" && sync "$d/.new.$n" 2>>"$WORK/err.$w" &&
+                mv "$d/.new.$n" "$d/$f" 2>>"$WORK/err.$w" && sync "$d" 2>>"$WORK/err.$w"; then
+                echo "$sha $f" >>"$man"
+            else
+                err new; rm -f "$d/.new.$n" 2>/dev/null || true
+            fi
+        elif [ "$op" -lt 12 ]; then
+            # rewritten in place (a stub is copied up)
+            f=$(pick); src=$WORK/src/s$((RANDOM % ${#sizes[@]})); sha=$(cat "$src.sha")
+            drop "$f"
+            if { cat "$src" >"$d/$f"; } 2>"$WORK/err.$w" && sync "$d/$f" 2>>"$WORK/err.$w"; then
+                echo "$sha $f" >>"$man"
+            else err rewrite; fi
+        elif [ "$op" -lt 14 ]; then
+            f=$(pick); g=r$n; sha=$(grep " $f\$" "$man" | head -1 | cut -d' ' -f1)
+            drop "$f"
+            if mv "$d/$f" "$d/$g" 2>"$WORK/err.$w" && sync "$d" 2>>"$WORK/err.$w"; then echo "$sha $g" >>"$man"; else err rename; fi
+        elif [ "$op" -lt 17 ]; then
+            f=$(pick); drop "$f"
+            rm "$d/$f" 2>"$WORK/err.$w" || err delete
+        elif [ "$w" = c1 ]; then
+            # a commit in the clone; a failed one may leave index.lock or a
+            # ref's lock behind (this writer is the clone's only user)
+            { echo "$n" >>"$d/repo/chaos.txt" && git -C "$d/repo" add chaos.txt &&
+                git -C "$d/repo" commit -q -m "chaos $n"; } >/dev/null 2>"$WORK/err.$w" ||
+                { err git; find "$d/repo/.git" -name '*.lock' -delete 2>/dev/null || true; }
+        else
+            # small writes, each fsynced (a publish)
+            f=p$n
+            if "$PY" -c '
+import os, sys
+fd = os.open(sys.argv[1], os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
+for i in range(16):
+    os.write(fd, (b"%04d" % i) * 256)
+    os.fsync(fd)
+os.close(fd)
+dfd = os.open(os.path.dirname(sys.argv[1]), os.O_RDONLY)
+os.fsync(dfd)' "$d/$f" 2>"$WORK/err.$w"; then
+                echo "$("$PY" -c 'import hashlib; print(hashlib.sha256(b"".join((b"%04d" % i) * 256 for i in range(16))).hexdigest())') $f" >>"$man"
+            else err publish; fi
+        fi
+    done
+}
+
+pause_writers() {
+    rm -f "$WORK"/paused.*
+    touch "$WORK/pause"
+    local w
+    for w in $WSS; do wait_for 120 test -e "$WORK/paused.$w" || fail "writer $w did not pause"; done
+}
+resume_writers() { rm -f "$WORK/pause"; }
+
+# ---- invariants ----
+verify_files() {
+    local w d line sha f got bad=0
+    echo 3 >/proc/sys/vm/drop_caches
+    for w in $WSS; do
+        d=$WORK/mnt/$w/data
+        while read -r sha f; do
+            [ -n "$f" ] || continue
+            if ! got=$(sha256sum <"$d/$f" 2>"$WORK/verify.err" | cut -d' ' -f1) || [ "$got" != "$sha" ]; then
+                log "LOST: $w/$f: expected $sha, got '${got:-}' ($(cat "$WORK/verify.err"))"
+                bad=$((bad + 1)); LOST=$((LOST + 1))
+            fi
+            VERIFIED=$((VERIFIED + 1))
+        done <"$WORK/man.$w"
+    done
+    [ "$bad" = 0 ] || fail "after $1: $bad file(s) do not match their manifest"
+    git -C "$WORK/mnt/c1/data/repo" fsck --no-progress >"$WORK/fsck.out" 2>&1 ||
+        fail "after $1: git fsck in c1: $(tail -5 "$WORK/fsck.out")"
+}
+verify_writable() {
+    local w
+    for w in $WSS; do
+        echo "probe $ROUNDS" >"$WORK/mnt/$w/data/.probe" && sync "$WORK/mnt/$w/data/.probe" &&
+            [ "$(cat "$WORK/mnt/$w/data/.probe")" = "probe $ROUNDS" ] || fail "after $1: $w does not take a write"
+    done
+}
+verify_machine() {
+    local loops vols mounts daemons
+    loops=$(losetup -n -O BACK-FILE | grep -c "^$WORK/root/") || true
+    vols=$(jget "$(api GET /v1/volumes)" "len([v for v in d['volumes'] if v['state'] == 'up'])")
+    [ "$loops" = "$vols" ] || fail "after $1: $loops loop device(s) for $vols volume(s) up"
+    mounts=$(findmnt -rn -o TARGET | grep -c "^$WORK/mnt/") || true
+    [ "$mounts" = 3 ] || fail "after $1: $mounts FUSE mount(s) for 3 running workspaces: $(findmnt -rn -o TARGET,FSTYPE | grep "$WORK/mnt")"
+    daemons=$(pgrep -c -f -- "--state $WORK/root/") || true
+    [ "$daemons" = 3 ] || fail "after $1: $daemons daemon(s) for 3 workspaces: $(pgrep -a -f -- "--state $WORK/root/")"
+}
+check_agent_alive() {
+    kill -0 "$AGENT_PID" 2>/dev/null || { tail -40 "$AGENT_LOG"; fail "the agent crashed (before fault $1)"; }
+}
+
+# ---- faults ----
+state_volume_of() { jget "$(api GET "/v1/workspaces/$1")" "d['volume']"; }
+fault() {
+    local kind=$1 w v pid img
+    case $kind in
+        agent-kill9) agent_gone KILL; restart_agent ;;
+        agent-term) agent_gone TERM; restart_agent ;;
+        agent-int) agent_gone INT; restart_agent ;;
+        daemon-kill9)
+            w=c$((RANDOM % 3 + 1))
+            pid=$(jget "$(api GET "/v1/workspaces/$w")" "d['daemon']['pid']")
+            kill -KILL "$pid" ;;
+        sweeper-kill9)
+            "$LAYOUTCTL" --socket "$SOCK" gc --no-wait >/dev/null 2>&1 || true
+            wait_for 5 pgrep -f -- "layoutd-wsfs gc" >/dev/null && pkill -KILL -f -- "layoutd-wsfs gc" && count_fault sweeper-caught
+            true ;;
+        teardown)
+            agent_gone INT
+            if "$LAYOUTCTL" teardown --layout "$L" --destroy-data >"$WORK/td.out" 2>&1; then
+                fail "teardown --destroy-data succeeded with workspaces recorded: $(cat "$WORK/td.out")"
+            fi
+            if "$LAYOUTCTL" teardown --layout "$L" >"$WORK/td.out" 2>&1; then
+                fail "plain teardown succeeded with active workspaces recorded: $(cat "$WORK/td.out")"
+            fi
+            for img in "$WORK"/root/images/*.img; do [ -s "$img" ] || fail "teardown: $img is gone"; done
+            restart_agent ;;
+        content-ro)
+            # A remount is refused while a file is open for writing on
+            # it (every daemon keeps the pool's gc.lock open read-write,
+            # so this is mostly refused and counted as content-ro-busy;
+            # content-shutdown is the harder fault): tried for 5 s.
+            if wait_for 5 mount -o remount,ro "$WORK/root/volumes/content-0" 2>/dev/null; then
+                sleep 3
+                mount -o remount,rw "$WORK/root/volumes/content-0"
+            else
+                count_fault content-ro-busy
+            fi ;;
+        fill)
+            w=c$((RANDOM % 3 + 1))
+            dd if=/dev/zero of="$WORK/mnt/$w/data/.fill" bs=1M count=220 conv=fsync status=none 2>"$WORK/fill.err" ||
+                log "fill $w: $(cat "$WORK/fill.err")"
+            sleep 2
+            rm -f "$WORK/mnt/$w/data/.fill" ;;
+        image-moved)
+            w=c$((RANDOM % 3 + 1)); v=$(state_volume_of "$w")
+            agent_gone INT
+            mv "$WORK/root/images/$v.img" "$WORK/moved.img"
+            start_agent "$L"
+            held() { [ "$(ws_state "$w")" = blocked ]; }
+            wait_for 30 held || fail "image-moved: $w on $v is '$(ws_state "$w")', not blocked: $(api GET "/v1/workspaces/$w")"
+            [ ! -e "$WORK/root/images/$v.img" ] || fail "image-moved: $v was carved again over its recorded place"
+            agent_gone INT
+            mv "$WORK/moved.img" "$WORK/root/images/$v.img"
+            restart_agent ;;
+        content-shutdown)
+            # The content pool's filesystem shut down: reads of stubs fail
+            # (EIO, never zeros), stores fail, files stay whole in their
+            # state dirs; the problem shows; the operator's step as below.
+            xfs_io -x -c shutdown "$WORK/root/volumes/content-0"
+            cproblem() { api GET /v1/status | grep -q '"content-0"'; }
+            wait_for 30 cproblem || fail "content-shutdown: no problem for content-0 in /v1/status: $(api GET /v1/status)"
+            pause_writers
+            echo 3 >/proc/sys/vm/drop_caches
+            local sha f got
+            while read -r sha f; do
+                if got=$(sha256sum <"$WORK/mnt/c2/data/$f" 2>/dev/null | cut -d' ' -f1); then
+                    [ "$got" = "$sha" ] || fail "content-shutdown: c2/$f read without an error but differs (zeros?)"
+                else
+                    count_fault content-shutdown-eio-reads
+                fi
+            done < <(head -20 "$WORK/man.c2")
+            resume_writers
+            agent_gone INT
+            umount "$WORK/root/volumes/content-0"
+            restart_agent ;;
+        xfs-shutdown)
+            w=c$((RANDOM % 3 + 1)); v=$(state_volume_of "$w")
+            xfs_io -x -c shutdown "$WORK/root/volumes/$v"
+            problem() { api GET /v1/status | grep -q "\"$v\""; }
+            wait_for 30 problem || fail "xfs-shutdown: no problem for $v in /v1/status: $(api GET /v1/status)"
+            # The operator's step (docs/operations.md): with the agent
+            # stopped, the shut-down filesystem is unmounted; the next
+            # start mounts it again, which replays its log.
+            agent_gone INT
+            umount "$WORK/root/volumes/$v"
+            restart_agent ;;
+    esac
+}
+KINDS=(agent-kill9 agent-term agent-int daemon-kill9 daemon-kill9 sweeper-kill9 teardown content-ro fill
+       image-moved xfs-shutdown agent-kill9 daemon-kill9 content-shutdown)
+# CHAOS_KINDS="a b": only these (to try one fault kind while working on it)
+[ -z "${CHAOS_KINDS:-}" ] || read -ra KINDS <<<"$CHAOS_KINDS"
+
+# ---- the run ----
+start_agent "$L"
+for w in $WSS; do "$LAYOUTCTL" --socket "$SOCK" add "$w" >/dev/null || fail "add $w"; done
+recover setup
+for w in $WSS; do mkdir "$WORK/mnt/$w/data"; done
+touch "$WORK/set-up"
+git clone -q "$LAYOUTD_SOURCE_DIR" "$WORK/mnt/c1/data/repo" || fail "git clone into c1"
+git -C "$WORK/mnt/c1/data/repo" config user.email chaos@layoutd.test
+git -C "$WORK/mnt/c1/data/repo" config user.name chaos
+# Durable commits (git's default fsyncs packs only): the state volume is
+# shut down under it, as by a crash, and fsck must pass after it.
+git -C "$WORK/mnt/c1/data/repo" config core.fsync all
+git -C "$WORK/mnt/c1/data/repo" config core.fsyncMethod fsync
+i=0
+for w in $WSS; do
+    i=$((i + 1))
+    writer "$w" $((SEED + i)) &
+    track_pid $!
+done
+on_cleanup 'touch "$WORK/stop"'
+
+end=$((SECONDS + DURATION))
+while [ $SECONDS -lt $end ]; do
+    ROUNDS=$((ROUNDS + 1))
+    resume_writers
+    sleep $((RANDOM % 6 + 3))
+    kind=${KINDS[$((RANDOM % ${#KINDS[@]}))]}
+    check_agent_alive "$kind"
+    log "round $ROUNDS: $kind"
+    fault "$kind"
+    count_fault "$kind"
+    recover "$kind"
+    pause_writers
+    verify_files "$kind"
+    verify_writable "$kind"
+    verify_machine "$kind"
+done
+touch "$WORK/stop"
+resume_writers
+sleep 1
+
+# ---- the end: stop, teardown, nothing left ----
+verify_files end
+for w in $WSS; do
+    "$LAYOUTCTL" --socket "$SOCK" rm "$w" --destroy-data >/dev/null 2>"$WORK/rm.err" || fail "rm $w: $(cat "$WORK/rm.err")"
+done
+agent_gone INT
+"$LAYOUTCTL" teardown --layout "$L" --destroy-data >"$WORK/td.out" 2>&1 ||
+    fail "final teardown --destroy-data: $(cat "$WORK/td.out")"
+left=$(find "$WORK/root/images" -type f 2>/dev/null | wc -l)
+[ "$left" = 0 ] || fail "teardown --destroy-data left $left backing file(s)"
+leaks=0
+m=$(findmnt -rn -o TARGET | grep -c "^$WORK/") || true
+l=$(losetup -n -O BACK-FILE | grep -c "^$WORK/") || true
+p=$(pgrep -c -f -- "--state $WORK/root/") || true
+[ "$m" = 0 ] || { log "leak: $m mount(s): $(findmnt -rn -o TARGET | grep "^$WORK/")"; leaks=$((leaks + m)); }
+[ "$l" = 0 ] || { log "leak: $l loop device(s)"; leaks=$((leaks + l)); }
+[ "$p" = 0 ] || { log "leak: $p daemon(s)"; leaks=$((leaks + p)); }
+san=$({ grep -l -E "ERROR: (AddressSanitizer|LeakSanitizer)|runtime error" "$WORK"/sanitizer/* 2>/dev/null || true; } | wc -l)
+[ "$san" = 0 ] || { for f in "$WORK"/sanitizer/*; do head -30 "$f" >&2; done; }
+
+written=0; errors=""
+for w in $WSS; do
+    written=$((written + $(wc -l <"$WORK/man.$w")))
+    errors="$errors$(cut -d: -f1 "$WORK/errs.$w")"$'\n'
+done
+faults=$(for k in "${!FAULTS[@]}"; do printf '%s=%s ' "$k" "${FAULTS[$k]}"; done)
+errs_by_op=$({ grep -v '^$' <<<"$errors" || true; } | sort | uniq -c | awk '{printf "%s=%s ", $2, $1}')
+commits=$(git -C "$LAYOUTD_SOURCE_DIR" rev-list --count HEAD 2>/dev/null || echo 0)
+report="seed=$SEED duration=${DURATION}s rounds=$ROUNDS faults: $faults
+files_verified=$VERIFIED files_at_end=$written files_lost=$LOST agent_crashes=0 leaks=$leaks sanitizer_reports=$san
+writer_errors (while a daemon was down, each an errno): ${errs_by_op:-none}
+load_average=$(cut -d' ' -f1-3 /proc/loadavg)"
+log "RESULT $report"
+[ -z "$RESULTS" ] || printf '%s\n' "$report" >"$RESULTS"
+[ "$leaks" = 0 ] || fail "$leaks leaked object(s)"
+[ "$san" = 0 ] || fail "$san sanitizer report(s)"
+log "PASS"
