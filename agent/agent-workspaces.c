@@ -877,7 +877,8 @@ static void on_carved(Agent *a, int error, const char *message, ApplyResult *res
                 c->outcome = APPLY_OUTCOME_REFUSED;
                 c->message = v->message ? strdup(v->message) : NULL;
             }
-            (void) apply_result_merge(a->volume_results, &one);
+            if (apply_result_merge(a->volume_results, &one) < 0)
+                apply_result_free(one);
         }
     }
 

@@ -213,10 +213,11 @@ typedef void (*VolumeJobDone)(Agent *a, int error, const char *message, ApplyRes
  * Queues a job: a worker running `op` (WORKER_OP_*) with args (taken) on
  * `volume` (NULL: all of them). Jobs on the same volume, and any job with a
  * job on all volumes, run one after the other; the others at once. When it
- * ends its record changes are saved already, its result is merged into
- * volume_results and its observation into the cache; then done runs (may
- * be NULL; result and extra are borrowed for the call). op (may be NULL)
- * gets a step per engine step.
+ * ends its record changes are saved already and its observation is merged
+ * into the cache; then done runs (may be NULL; result and extra are
+ * borrowed for the call), and after it the result is merged into
+ * volume_results (or, AGENT_JOB_OWN_RESULT, freed). op (may be NULL) gets
+ * a step per engine step.
  * Returns: -ENOMEM, 0.
  */
 int agent_job_submit(Agent *a, const char *op, json_object *args, const char *volume, ApiOperation *operation,

@@ -15,7 +15,9 @@
  *
  * Locks: the inode table's lock (nlookup, hash), the fd cache's lock, and
  * cas_lock (open/writer counts, stub state, every CAS transition). Order:
- * cas_lock, then table or cache. The pool's shared lock (cas.c) is taken
+ * cas_lock, then table, cache or the committer's lock (stub.c asks for a
+ * stats rewrite under cas_lock; the committer drops its lock before it
+ * calls back into stubs). The pool's shared lock (cas.c) is taken
  * around renames and links (they may move stubs; see gc.c) and publishes,
  * never with cas_lock held.
  */
