@@ -273,7 +273,7 @@ api:
             # reconciled its record with the volumes: READY=1 comes then.
             st, s = api(self.sock, "GET", "/v1/status")
             return vols if st == 200 and (s or {}).get("state") == "ready" else None
-        vols = poll(up, 600, "the agent's volumes to be up")
+        vols = poll(up, 600, "the agent's volumes to be up and the agent ready")
         self.volumes = [{k: v.get(k) for k in ("name", "backend", "device", "direct_io", "size_bytes")}
                         for v in vols]
         log(f"agent up: {len(vols)} volumes ({', '.join(v['name'] for v in vols)})")

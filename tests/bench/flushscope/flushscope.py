@@ -317,7 +317,7 @@ class Agent:
             # reconciled its record with the volumes: READY=1 comes then.
             st, s = api(self.sock, "GET", "/v1/status")
             return vols if st == 200 and (s or {}).get("state") == "ready" else None
-        return poll(up, 300, "layoutd's volumes to be up")
+        return poll(up, 300, "layoutd's volumes to be up and the agent ready")
 
     def stop(self):
         """SIGINT: the agent stops its daemons (SIGTERM, unmount, SIGKILL after
