@@ -8,8 +8,10 @@
 #
 # Profiles: the CI smoke is `--duration 300` with the fixed default seed,
 # run by tests/run on the ASan+UBSan build (LAYOUTD_BUILD_DIR=build-asan);
-# the soak is `--duration 3600` (docs/reliability.md). The same seed gives
-# the same schedule of faults and operations (timing still varies).
+# the soak is `--duration 3600` (docs/reliability.md). The seed fixes the
+# order of the faults (a shuffle: every kind once before any repeats) and
+# of the writers' operations; which file an operation picks and all
+# timing still vary from run to run.
 #
 # Workloads, one writer per workspace, each in <mount>/data (a directory
 # that exists only inside the FUSE mount: while a daemon is down, a writer
@@ -17,7 +19,7 @@
 #   - files written, fsynced and renamed into place (the directory
 #     fsynced: what a writer does that wants the name to survive a crash,
 #     which the xfs-shutdown fault is), identical across
-#     workspaces (deduplicated in the pool) or distinct, 1 KiB to 2.5 MiB,
+#     workspaces (deduplicated in the pool) or distinct, 1 byte to 2.5 MiB,
 #     sizes that are and are not multiples of 4 KiB;
 #   - files rewritten in place (a stub's copy-up), renamed, deleted;
 #   - in c1, a clone of this repository with commits made on it;
@@ -102,6 +104,9 @@ workspace:
   backoff: {initial: 200ms, max: 2s, reset_after: 10s}
   ready_timeout: 30s
   stop_timeout: 10s
+  # The supervisor starts daemons with a clean environment: the ASan
+  # build's daemons get their sanitizer options (and report files) here.
+  environment: {ASAN_OPTIONS: "$ASAN_OPTIONS", UBSAN_OPTIONS: "$UBSAN_OPTIONS"}
 api:
   socket: $SOCK
   group: layoutd-no-such-group
@@ -110,7 +115,7 @@ YAML
 
 # ---- counters (the report) ----
 declare -A FAULTS=()
-VERIFIED=0 ROUNDS=0 LOST=0
+VERIFIED=0 ROUNDS=0
 count_fault() { FAULTS[$1]=$((${FAULTS[$1]:-0} + 1)); }
 
 ws_state() { jget "$(api GET "/v1/workspaces/$1")" "d['daemon']['state']" 2>/dev/null; }
@@ -133,6 +138,9 @@ agent_gone() {
     for i in $(seq 1 900); do kill -0 "$AGENT_PID" 2>/dev/null || break; sleep 0.1; done
     kill -0 "$AGENT_PID" 2>/dev/null && fail "the agent did not exit after SIG$1"
     wait "$AGENT_PID" 2>/dev/null || true
+    # untracked: after hundreds of restarts the teardown must not SIGKILL
+    # pids the system has given to someone else since
+    _tracked_pids=("${_tracked_pids[@]/#%$AGENT_PID/}")
     AGENT_PID=
 }
 
@@ -219,7 +227,12 @@ os.fsync(dfd)' "$d/$f" 2>"$WORK/err.$w"; then
 pause_writers() {
     rm -f "$WORK"/paused.*
     touch "$WORK/pause"
-    local w
+    local w p
+    # a writer that died (an unexpected failure under set -e) says so now
+    for p in "${WRITERS[@]}"; do
+        # (an exited writer stays a zombie until waited for: kill -0 works on it)
+        case $(ps -o stat= -p "$p" 2>/dev/null) in ''|Z*) fail "writer pid $p died (see its errors in $WORK/errs.*)" ;; esac
+    done
     for w in $WSS; do wait_for 120 test -e "$WORK/paused.$w" || fail "writer $w did not pause"; done
 }
 resume_writers() { rm -f "$WORK/pause"; }
@@ -232,9 +245,10 @@ verify_files() {
         d=$WORK/mnt/$w/data
         while read -r sha f; do
             [ -n "$f" ] || continue
-            if ! got=$(sha256sum <"$d/$f" 2>"$WORK/verify.err" | cut -d' ' -f1) || [ "$got" != "$sha" ]; then
+            if ! got=$(sha256sum "$d/$f" 2>"$WORK/verify.err") || [ "${got%% *}" != "$sha" ]; then
+                got=${got%% *}
                 log "LOST: $w/$f: expected $sha, got '${got:-}' ($(cat "$WORK/verify.err"))"
-                bad=$((bad + 1)); LOST=$((LOST + 1))
+                bad=$((bad + 1))
             fi
             VERIFIED=$((VERIFIED + 1))
         done <"$WORK/man.$w"
@@ -265,30 +279,60 @@ check_agent_alive() {
 }
 
 # ---- faults ----
-state_volume_of() { jget "$(api GET "/v1/workspaces/$1")" "d['volume']"; }
+state_volume_of() { jget "$(api GET "/v1/workspaces/$1")" "d['volume']" || fail "no volume for $1: $(api GET "/v1/workspaces/$1")"; }
+daemon_pids() { local w; for w in $WSS; do jget "$(api GET "/v1/workspaces/$w")" "d['daemon']['pid']"; done | tr '\n' ' '; }
+# what a refused teardown must leave exactly as it was
+machine_snapshot() {
+    findmnt -rn -o TARGET | grep "^$WORK/" | sort || true
+    losetup -n -O NAME,BACK-FILE | grep "$WORK/" | sort || true
+    find "$WORK/root/volumes/content-0/objects" -type f ! -name '.tmp.*' | sort || true
+}
+# unmount_volume V: the operator's unmount; a daemon or sweeper that was
+# just stopped may hold it for a moment
+unmount_volume() {
+    wait_for 30 umount "$WORK/root/volumes/$1" 2>/dev/null ||
+        fail "cannot unmount $1: $(fuser -vm "$WORK/root/volumes/$1" 2>&1 | head -5)"
+}
+# restart_kept KIND: after SIGKILL or SIGTERM of the agent the daemons are
+# adopted by the next one, never restarted
+restart_kept() {
+    local before after
+    before=$(daemon_pids)
+    agent_gone "$1"
+    restart_agent
+    recover "agent-$1"
+    after=$(daemon_pids)
+    [ "$before" = "$after" ] || fail "SIG$1 of the agent: daemons $before became $after (not adopted)"
+}
 fault() {
-    local kind=$1 w v pid img
+    local kind=$1 w v pid dev sha f got tried=0 eio=0
     case $kind in
-        agent-kill9) agent_gone KILL; restart_agent ;;
-        agent-term) agent_gone TERM; restart_agent ;;
+        agent-kill9) restart_kept KILL ;;
+        agent-term) restart_kept TERM ;;
         agent-int) agent_gone INT; restart_agent ;;
         daemon-kill9)
             w=c$((RANDOM % 3 + 1))
             pid=$(jget "$(api GET "/v1/workspaces/$w")" "d['daemon']['pid']")
-            kill -KILL "$pid" ;;
+            [ "$pid" != None ] || fail "daemon-kill9: $w has no daemon: $(api GET "/v1/workspaces/$w")"
+            kill -KILL "$pid" || fail "daemon-kill9: kill $pid" ;;
         sweeper-kill9)
             "$LAYOUTCTL" --socket "$SOCK" gc --no-wait >/dev/null 2>&1 || true
-            wait_for 5 pgrep -f -- "layoutd-wsfs gc" >/dev/null && pkill -KILL -f -- "layoutd-wsfs gc" && count_fault sweeper-caught
-            true ;;
+            # only this agent's sweeper (its child), never another run's
+            sweeper() { pgrep -P "$AGENT_PID" -f -- "$WSFS gc" >/dev/null; }
+            if wait_for 5 sweeper && pkill -KILL -P "$AGENT_PID" -f -- "$WSFS gc"; then count_fault sweeper-caught; fi ;;
         teardown)
             agent_gone INT
+            machine_snapshot >"$WORK/before.snap"
             if "$LAYOUTCTL" teardown --layout "$L" --destroy-data >"$WORK/td.out" 2>&1; then
                 fail "teardown --destroy-data succeeded with workspaces recorded: $(cat "$WORK/td.out")"
             fi
+            grep -q "refuse" "$WORK/td.out" || fail "teardown --destroy-data failed without refusing: $(cat "$WORK/td.out")"
             if "$LAYOUTCTL" teardown --layout "$L" >"$WORK/td.out" 2>&1; then
                 fail "plain teardown succeeded with active workspaces recorded: $(cat "$WORK/td.out")"
             fi
-            for img in "$WORK"/root/images/*.img; do [ -s "$img" ] || fail "teardown: $img is gone"; done
+            grep -q "refuse" "$WORK/td.out" || fail "plain teardown failed without refusing: $(cat "$WORK/td.out")"
+            machine_snapshot >"$WORK/after.snap"
+            diff "$WORK/before.snap" "$WORK/after.snap" >&2 || fail "a refused teardown changed mounts, loop devices or objects"
             restart_agent ;;
         content-ro)
             # A remount is refused while a file is open for writing on
@@ -297,65 +341,93 @@ fault() {
             # content-shutdown is the harder fault): tried for 5 s.
             if wait_for 5 mount -o remount,ro "$WORK/root/volumes/content-0" 2>/dev/null; then
                 sleep 3
-                mount -o remount,rw "$WORK/root/volumes/content-0"
+                mount -o remount,rw "$WORK/root/volumes/content-0" || fail "content-ro: remount rw"
             else
                 count_fault content-ro-busy
             fi ;;
         fill)
             w=c$((RANDOM % 3 + 1))
             dd if=/dev/zero of="$WORK/mnt/$w/data/.fill" bs=1M count=220 conv=fsync status=none 2>"$WORK/fill.err" ||
-                log "fill $w: $(cat "$WORK/fill.err")"
+                { log "fill $w: $(cat "$WORK/fill.err")"; count_fault fill-enospc; }
             sleep 2
-            rm -f "$WORK/mnt/$w/data/.fill" ;;
+            rm -f "$WORK/mnt/$w/data/.fill" 2>/dev/null || true ;;
         image-moved)
+            # As after a reboot with the image gone: unmounted, detached,
+            # moved away. The workspaces on it must be held (never started
+            # on the bare mount directory), nothing carved in its place.
             w=c$((RANDOM % 3 + 1)); v=$(state_volume_of "$w")
             agent_gone INT
+            dev=$(findmnt -rn -o SOURCE "$WORK/root/volumes/$v") || fail "image-moved: $v is not mounted"
+            unmount_volume "$v"
+            losetup -d "$dev" || fail "image-moved: losetup -d $dev"
             mv "$WORK/root/images/$v.img" "$WORK/moved.img"
             start_agent "$L"
             held() { [ "$(ws_state "$w")" = blocked ]; }
             wait_for 30 held || fail "image-moved: $w on $v is '$(ws_state "$w")', not blocked: $(api GET "/v1/workspaces/$w")"
             [ ! -e "$WORK/root/images/$v.img" ] || fail "image-moved: $v was carved again over its recorded place"
+            [ -z "$(ls -A "$WORK/root/volumes/$v" 2>/dev/null)" ] || fail "image-moved: files written into the bare $v directory: $(ls -A "$WORK/root/volumes/$v")"
             agent_gone INT
             mv "$WORK/moved.img" "$WORK/root/images/$v.img"
             restart_agent ;;
         content-shutdown)
             # The content pool's filesystem shut down: reads of stubs fail
-            # (EIO, never zeros), stores fail, files stay whole in their
-            # state dirs; the problem shows; the operator's step as below.
-            xfs_io -x -c shutdown "$WORK/root/volumes/content-0"
-            cproblem() { api GET /v1/status | grep -q '"content-0"'; }
-            wait_for 30 cproblem || fail "content-shutdown: no problem for content-0 in /v1/status: $(api GET /v1/status)"
+            # (EIO, never other data), stores fail, files stay whole in
+            # their state dirs; the problem shows; the operator's step as
+            # for xfs-shutdown.
+            xfs_io -x -c shutdown "$WORK/root/volumes/content-0" || fail "content-shutdown: xfs_io"
+            cproblem() { [ "$(jget "$(api GET /v1/status)" "any(p.get('volume') == 'content-0' and p['code'] == 'fs-shutdown' for p in d['problems'])")" = True ]; }
+            wait_for 30 cproblem || fail "content-shutdown: no fs-shutdown problem for content-0 in /v1/status: $(api GET /v1/status)"
             pause_writers
             echo 3 >/proc/sys/vm/drop_caches
-            local sha f got
+            # files of 64 KiB or more are in the pool (stubs) once stored
             while read -r sha f; do
-                if got=$(sha256sum <"$WORK/mnt/c2/data/$f" 2>/dev/null | cut -d' ' -f1); then
-                    [ "$got" = "$sha" ] || fail "content-shutdown: c2/$f read without an error but differs (zeros?)"
+                [ "$(stat -c %s "$WORK/mnt/c2/data/$f" 2>/dev/null || echo 0)" -ge 65536 ] || continue
+                tried=$((tried + 1))
+                if got=$(sha256sum "$WORK/mnt/c2/data/$f" 2>"$WORK/read.err"); then
+                    [ "${got%% *}" = "$sha" ] || fail "content-shutdown: c2/$f read without an error but differs (zeros?)"
+                elif grep -q "Input/output error" "$WORK/read.err"; then
+                    eio=$((eio + 1)); count_fault content-shutdown-eio-reads
                 else
-                    count_fault content-shutdown-eio-reads
+                    fail "content-shutdown: c2/$f: not EIO: $(cat "$WORK/read.err")"
                 fi
-            done < <(head -20 "$WORK/man.c2")
+                [ "$tried" -lt 20 ] || break
+            done <"$WORK/man.c2"
+            [ "$tried" = 0 ] || [ "$eio" -gt 0 ] || fail "content-shutdown: $tried large files of c2 all read back with the pool down"
             resume_writers
             agent_gone INT
-            umount "$WORK/root/volumes/content-0"
+            unmount_volume content-0
             restart_agent ;;
         xfs-shutdown)
             w=c$((RANDOM % 3 + 1)); v=$(state_volume_of "$w")
-            xfs_io -x -c shutdown "$WORK/root/volumes/$v"
-            problem() { api GET /v1/status | grep -q "\"$v\""; }
-            wait_for 30 problem || fail "xfs-shutdown: no problem for $v in /v1/status: $(api GET /v1/status)"
+            xfs_io -x -c shutdown "$WORK/root/volumes/$v" || fail "xfs-shutdown: xfs_io"
+            problem() { [ "$(jget "$(api GET /v1/status)" "any(p.get('volume') == '$v' and p['code'] == 'fs-shutdown' for p in d['problems'])")" = True ]; }
+            wait_for 30 problem || fail "xfs-shutdown: no fs-shutdown problem for $v in /v1/status: $(api GET /v1/status)"
             # The operator's step (docs/operations.md): with the agent
             # stopped, the shut-down filesystem is unmounted; the next
             # start mounts it again, which replays its log.
             agent_gone INT
-            umount "$WORK/root/volumes/$v"
+            unmount_volume "$v"
             restart_agent ;;
     esac
 }
-KINDS=(agent-kill9 agent-term agent-int daemon-kill9 daemon-kill9 sweeper-kill9 teardown content-ro fill
-       image-moved xfs-shutdown agent-kill9 daemon-kill9 content-shutdown)
+KINDS=(agent-kill9 agent-term agent-int daemon-kill9 sweeper-kill9 teardown content-ro fill
+       image-moved xfs-shutdown content-shutdown)
 # CHAOS_KINDS="a b": only these (to try one fault kind while working on it)
 [ -z "${CHAOS_KINDS:-}" ] || read -ra KINDS <<<"$CHAOS_KINDS"
+# next_kind: the kinds in a seeded shuffle, every one once before any
+# repeats (a short smoke sees every kind).
+DECK=()
+next_kind() {
+    if [ ${#DECK[@]} = 0 ]; then
+        DECK=("${KINDS[@]}")
+        local i j t
+        for ((i = ${#DECK[@]} - 1; i > 0; i--)); do
+            j=$((RANDOM % (i + 1))); t=${DECK[$i]}; DECK[$i]=${DECK[$j]}; DECK[$j]=$t
+        done
+    fi
+    NEXT_KIND=${DECK[0]}
+    DECK=("${DECK[@]:1}")
+}
 
 # ---- the run ----
 start_agent "$L"
@@ -363,17 +435,20 @@ for w in $WSS; do "$LAYOUTCTL" --socket "$SOCK" add "$w" >/dev/null || fail "add
 recover setup
 for w in $WSS; do mkdir "$WORK/mnt/$w/data"; done
 touch "$WORK/set-up"
-git clone -q "$LAYOUTD_SOURCE_DIR" "$WORK/mnt/c1/data/repo" || fail "git clone into c1"
-git -C "$WORK/mnt/c1/data/repo" config user.email chaos@layoutd.test
-git -C "$WORK/mnt/c1/data/repo" config user.name chaos
-# Durable commits (git's default fsyncs packs only): the state volume is
-# shut down under it, as by a crash, and fsck must pass after it.
-git -C "$WORK/mnt/c1/data/repo" config core.fsync all
-git -C "$WORK/mnt/c1/data/repo" config core.fsyncMethod fsync
+# Durable commits (git's default fsyncs packs only; core.fsync is git
+# 2.36+): the state volume is shut down under it, as by a crash, and fsck
+# must pass after it. The clone itself is made durable before any fault.
+git_version=$(git version | awk '{print $3}')
+[ "$(printf '%s\n' 2.36 "$git_version" | sort -V | head -1)" = 2.36 ] || skip "needs git 2.36 or later (core.fsync), have $git_version"
+git clone -q -c core.fsync=all -c core.fsyncMethod=fsync -c gc.auto=0 -c user.email=chaos@layoutd.test \
+    -c user.name=chaos "$LAYOUTD_SOURCE_DIR" "$WORK/mnt/c1/data/repo" || fail "git clone into c1"
+sync -f "$WORK/mnt/c1/data/repo"
 i=0
+WRITERS=()
 for w in $WSS; do
     i=$((i + 1))
     writer "$w" $((SEED + i)) &
+    WRITERS+=($!)
     track_pid $!
 done
 on_cleanup 'touch "$WORK/stop"'
@@ -383,7 +458,8 @@ while [ $SECONDS -lt $end ]; do
     ROUNDS=$((ROUNDS + 1))
     resume_writers
     sleep $((RANDOM % 6 + 3))
-    kind=${KINDS[$((RANDOM % ${#KINDS[@]}))]}
+    next_kind
+    kind=$NEXT_KIND
     check_agent_alive "$kind"
     log "round $ROUNDS: $kind"
     fault "$kind"
@@ -396,7 +472,7 @@ while [ $SECONDS -lt $end ]; do
 done
 touch "$WORK/stop"
 resume_writers
-sleep 1
+for p in "${WRITERS[@]}"; do wait "$p" || fail "writer pid $p ended with an error"; done
 
 # ---- the end: stop, teardown, nothing left ----
 verify_files end
@@ -406,7 +482,7 @@ done
 agent_gone INT
 "$LAYOUTCTL" teardown --layout "$L" --destroy-data >"$WORK/td.out" 2>&1 ||
     fail "final teardown --destroy-data: $(cat "$WORK/td.out")"
-left=$(find "$WORK/root/images" -type f 2>/dev/null | wc -l)
+left=$({ find "$WORK/root/images" -type f 2>/dev/null || true; } | wc -l)
 [ "$left" = 0 ] || fail "teardown --destroy-data left $left backing file(s)"
 leaks=0
 m=$(findmnt -rn -o TARGET | grep -c "^$WORK/") || true
@@ -415,8 +491,8 @@ p=$(pgrep -c -f -- "--state $WORK/root/") || true
 [ "$m" = 0 ] || { log "leak: $m mount(s): $(findmnt -rn -o TARGET | grep "^$WORK/")"; leaks=$((leaks + m)); }
 [ "$l" = 0 ] || { log "leak: $l loop device(s)"; leaks=$((leaks + l)); }
 [ "$p" = 0 ] || { log "leak: $p daemon(s)"; leaks=$((leaks + p)); }
-san=$({ grep -l -E "ERROR: (AddressSanitizer|LeakSanitizer)|runtime error" "$WORK"/sanitizer/* 2>/dev/null || true; } | wc -l)
-[ "$san" = 0 ] || { for f in "$WORK"/sanitizer/*; do head -30 "$f" >&2; done; }
+san=$({ grep -l -E "ERROR: (AddressSanitizer|LeakSanitizer)|runtime error" "$WORK"/sanitizer/* "$AGENT_LOG" 2>/dev/null || true; } | wc -l)
+[ "$san" = 0 ] || { for f in "$WORK"/sanitizer/*; do head -40 "$f" >&2; done; grep -A20 -E "ERROR: (Address|Leak)Sanitizer|runtime error" "$AGENT_LOG" | head -60 >&2 || true; }
 
 written=0; errors=""
 for w in $WSS; do
@@ -425,13 +501,15 @@ for w in $WSS; do
 done
 faults=$(for k in "${!FAULTS[@]}"; do printf '%s=%s ' "$k" "${FAULTS[$k]}"; done)
 errs_by_op=$({ grep -v '^$' <<<"$errors" || true; } | sort | uniq -c | awk '{printf "%s=%s ", $2, $1}')
-commits=$(git -C "$LAYOUTD_SOURCE_DIR" rev-list --count HEAD 2>/dev/null || echo 0)
 report="seed=$SEED duration=${DURATION}s rounds=$ROUNDS faults: $faults
-files_verified=$VERIFIED files_at_end=$written files_lost=$LOST agent_crashes=0 leaks=$leaks sanitizer_reports=$san
-writer_errors (while a daemon was down, each an errno): ${errs_by_op:-none}
-load_average=$(cut -d' ' -f1-3 /proc/loadavg)"
+file_checks=$VERIFIED files_at_end=$written (a lost file, an agent crash or a dead writer fails the run) leaks=$leaks sanitizer_reports=$san
+writer_errors by operation (each an errno, while its daemon or volume was down): ${errs_by_op:-none}
+load_average(1/5/15 min)=$(cut -d' ' -f1-3 /proc/loadavg)"
 log "RESULT $report"
 [ -z "$RESULTS" ] || printf '%s\n' "$report" >"$RESULTS"
 [ "$leaks" = 0 ] || fail "$leaks leaked object(s)"
+if [ "$ROUNDS" -ge "${#KINDS[@]}" ]; then
+    for k in "${KINDS[@]}"; do [ "${FAULTS[$k]:-0}" -gt 0 ] || fail "fault kind $k never ran in $ROUNDS rounds"; done
+fi
 [ "$san" = 0 ] || fail "$san sanitizer report(s)"
 log "PASS"
