@@ -304,6 +304,11 @@ restart_kept() {
     after=$(daemon_pids)
     [ "$before" = "$after" ] || fail "SIG$1 of the agent: daemons $before became $after (not adopted)"
 }
+# shut_down V: /v1/status says V is shut down: its fs-shutdown problem, or
+# (whichever the agent saw first) its flush probe failing with EIO
+shut_down() {
+    [ "$(jget "$(api GET /v1/status)" "any(p.get('volume') == '$1' and (p['code'] == 'fs-shutdown' or (p['code'] == 'probe-failed' and 'Input/output error' in p['message'])) for p in d['problems'])")" = True ]
+}
 fault() {
     local kind=$1 w v pid dev sha f got tried=0 eio=0
     case $kind in
@@ -375,8 +380,8 @@ fault() {
             # their state dirs; the problem shows; the operator's step as
             # for xfs-shutdown.
             xfs_io -x -c shutdown "$WORK/root/volumes/content-0" || fail "content-shutdown: xfs_io"
-            cproblem() { [ "$(jget "$(api GET /v1/status)" "any(p.get('volume') == 'content-0' and p['code'] == 'fs-shutdown' for p in d['problems'])")" = True ]; }
-            wait_for 30 cproblem || fail "content-shutdown: no fs-shutdown problem for content-0 in /v1/status: $(api GET /v1/status)"
+            cproblem() { shut_down content-0; }
+            wait_for 30 cproblem || fail "content-shutdown: content-0 not shown shut down in /v1/status: $(api GET /v1/status)"
             pause_writers
             echo 3 >/proc/sys/vm/drop_caches
             # files of 64 KiB or more are in the pool (stubs) once stored
@@ -400,8 +405,8 @@ fault() {
         xfs-shutdown)
             w=c$((RANDOM % 3 + 1)); v=$(state_volume_of "$w")
             xfs_io -x -c shutdown "$WORK/root/volumes/$v" || fail "xfs-shutdown: xfs_io"
-            problem() { [ "$(jget "$(api GET /v1/status)" "any(p.get('volume') == '$v' and p['code'] == 'fs-shutdown' for p in d['problems'])")" = True ]; }
-            wait_for 30 problem || fail "xfs-shutdown: no fs-shutdown problem for $v in /v1/status: $(api GET /v1/status)"
+            problem() { shut_down "$v"; }
+            wait_for 30 problem || fail "xfs-shutdown: $v not shown shut down in /v1/status: $(api GET /v1/status)"
             # The operator's step (docs/operations.md): with the agent
             # stopped, the shut-down filesystem is unmounted; the next
             # start mounts it again, which replays its log.
