@@ -31,7 +31,11 @@
 
 #include "wsfs.h"
 
+/* An open directory. Kept on Fs.dirs (Fs.dirs_lock) because the kernel
+ * drops the pending RELEASEDIRs of a connection that goes away under a
+ * reader (an unmount, an abort): fs_free closes what is left. */
 typedef struct DirHandle {
+    struct DirHandle *prev, *next;
     DIR *dp;
     struct dirent *entry;
     off_t offset;
@@ -691,6 +695,12 @@ static void op_opendir(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi
         return (void) fuse_reply_err(req, err);
     }
     fdcache_charge(&fs->fdc, 1);
+    pthread_mutex_lock(&fs->dirs_lock);
+    d->next = fs->dirs;
+    if (d->next)
+        d->next->prev = d;
+    fs->dirs = d;
+    pthread_mutex_unlock(&fs->dirs_lock);
     fi->fh = (uintptr_t) TAKE_PTR(d);
     fi->cache_readdir = false;
     fuse_reply_open(req, fi);
@@ -768,6 +778,14 @@ static void op_readdirplus(fuse_req_t req, fuse_ino_t ino, size_t size, off_t of
 static void op_releasedir(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi) {
     Fs *fs = fs_of(req, OP_RELEASEDIR);
     DirHandle *d = (DirHandle *) (uintptr_t) fi->fh;
+    pthread_mutex_lock(&fs->dirs_lock);
+    if (d->prev)
+        d->prev->next = d->next;
+    else
+        fs->dirs = d->next;
+    if (d->next)
+        d->next->prev = d->prev;
+    pthread_mutex_unlock(&fs->dirs_lock);
     closedir(d->dp);
     free(d);
     fdcache_charge(&fs->fdc, -1);
@@ -1001,11 +1019,13 @@ int fs_new(const FsConfig *cfg, Fs **ret) {
         (void) mount_table_add(&fs->mounts, cfg->pool->objects_fds[k]);
     pthread_mutex_init(&fs->cas_lock, NULL);
     pthread_mutex_init(&fs->log_lock, NULL);
+    pthread_mutex_init(&fs->dirs_lock, NULL);
     fs->euid = geteuid();
     if ((r = share_init(&fs->share, cfg->pool, cfg->root_fd, cfg->pool_share, cfg->stats)) < 0) {
         share_done(&fs->share);
         pthread_mutex_destroy(&fs->cas_lock);
         pthread_mutex_destroy(&fs->log_lock);
+        pthread_mutex_destroy(&fs->dirs_lock);
         inode_table_done(&fs->inodes, &fs->fdc);
         fdcache_done(&fs->fdc);
         mount_table_done(&fs->mounts);
@@ -1038,10 +1058,16 @@ void fs_free(Fs *fs) {
         safe_close(h->obj_fd);
         free(h);
     }
+    for (DirHandle *d = fs->dirs, *n; d; d = n) {
+        n = d->next;
+        closedir(d->dp);
+        free(d);
+    }
     inode_table_done(&fs->inodes, &fs->fdc);
     fdcache_done(&fs->fdc);
     mount_table_done(&fs->mounts);
     pthread_mutex_destroy(&fs->cas_lock);
     pthread_mutex_destroy(&fs->log_lock);
+    pthread_mutex_destroy(&fs->dirs_lock);
     free(fs);
 }

@@ -582,6 +582,8 @@ typedef struct Fs {
     FdCache fdc;
     InodeTable inodes;
     struct Handle *handles;  /* open at unmount: the kernel drops pending RELEASEs */
+    struct DirHandle *dirs;  /* the same for RELEASEDIRs (ops.c), dirs_lock */
+    pthread_mutex_t dirs_lock;
     pthread_mutex_t cas_lock;
     Committer *committer;
     uid_t euid;

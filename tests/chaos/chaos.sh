@@ -105,11 +105,9 @@ workspace:
   ready_timeout: 30s
   stop_timeout: 10s
   # The supervisor starts daemons with a clean environment: the ASan
-  # build's daemons get their sanitizer options (and report files) here.
-  # Their leak check is off: the 1-hour soak found directory handles
-  # (op_opendir) still open when a daemon exits, freed by nobody; open
-  # (docs/reliability.md). Memory errors and UB are still reported.
-  environment: {ASAN_OPTIONS: "$ASAN_OPTIONS:detect_leaks=0", UBSAN_OPTIONS: "$UBSAN_OPTIONS"}
+  # build's daemons get their sanitizer options (and report files) here,
+  # the leak check included (it found op_opendir's handles left at exit).
+  environment: {ASAN_OPTIONS: "$ASAN_OPTIONS", UBSAN_OPTIONS: "$UBSAN_OPTIONS"}
 api:
   socket: $SOCK
   group: layoutd-no-such-group
