@@ -282,6 +282,20 @@ int cas_publish(CasPool *p, FdCache *fdc, int src_fd, CasCancelFn cancel, void *
         snprintf(tmp, sizeof(tmp), "%s", tmp2);
         if ((r = cas_copy(rd, t2, st.st_size)) < 0)
             goto fail;
+        if (fdatasync(t2) < 0) { /* see below */
+            r = negative_errno();
+            goto fail;
+        }
+    } else if (fdatasync(t) < 0) {
+        /* An object is named only once its data is durable. Named early,
+         * a write that fails later (EIO: the host filesystem under a
+         * sparse image filled up) would leave a named object with bad
+         * data; another daemon would deduplicate against it, and its
+         * batch's fdatasync (a new fd, the error already seen by the
+         * first daemon: errseq) would report success and punch a whole
+         * stub. The chaos suite's host-full fault lost files that way. */
+        r = negative_errno();
+        goto fail;
     }
     /* Deleted or written during the last chunk: a new object nobody will
      * reference would only wait for the sweeper's grace period. */

@@ -289,15 +289,15 @@ void stub_store(Fs *fs, Inode *i, uint64_t wgen) {
     cas_unlock_shared(fs->cfg.pool);
     share_commit(&fs->share, st.st_size, ok ? hex : NULL);
 
-    CommitItem items[3] = { { .fh = i->fh, .full = true } }; /* the xattr must be durable */
+    /* The stub's xattr and the object's name must be durable before the
+     * punch; the object's data already is (cas_publish). */
+    CommitItem items[2] = { { .fh = i->fh, .full = true } };
     if (ok && fstat(obj, &ost) == 0 && fstat(dir, &dst) == 0) {
-        /* An object's handle may not be had (content fs without handles):
-         * len 0 makes that batch a syncfs one. */
-        if (file_handle_of_fd(&fs->mounts, obj, &items[1].fh) < 0)
+        /* A directory's handle may not be had (content fs without
+         * handles): len 0 makes that batch a syncfs one. */
+        if (file_handle_of_fd(&fs->mounts, dir, &items[1].fh) < 0)
             items[1].fh.len = 0;
-        if (file_handle_of_fd(&fs->mounts, dir, &items[2].fh) < 0)
-            items[2].fh.len = 0;
-        items[2].full = true;
+        items[1].full = true;
         CasPunch p = { .fh = i->fh, .dev = st.st_dev, .ino = st.st_ino };
         memcpy(p.hex, hex, sizeof(hex));
         committer_add(fs->committer, items, ELEMENTSOF(items), shard, &p);

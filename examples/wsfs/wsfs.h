@@ -381,8 +381,10 @@ void cas_unlock_shared(CasPool *p);
  * shared lock held, and keep it until the reference is made. cancel (may
  * be NULL) is asked between chunks and once more before the object is
  * published; when it says stop, the copy is removed.
- * *ret_obj_fd (O_RDONLY) and *ret_dir_fd (the objects/xx dir) are for the
- * caller's durability bookkeeping.
+ * A new object's data is durable before it gets its name (fdatasync), so
+ * a named object is always whole; making the name durable is the
+ * caller's (*ret_dir_fd, the objects/xx dir, fsynced in its batch).
+ * *ret_obj_fd is O_RDONLY.
  * Returns: <0 on error (-ECANCELED: stopped; no temporary file is left on
  * any error), 0 stored a new object, 1 object already existed. */
 int cas_publish(CasPool *p, FdCache *fdc, int src_fd, CasCancelFn cancel, void *userdata,

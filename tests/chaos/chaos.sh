@@ -38,7 +38,11 @@
 #   meanwhile, never zeros, and everything verifies after the restart),
 #   xfs-shutdown (a state volume shut down as on an I/O error: the problem
 #   must show in /v1/status; the agent is restarted and the volume's log
-#   replays).
+#   replays), host-full (the host filesystem under the backing images
+#   fills up: the agent must report it, nothing fsynced may be lost, and
+#   everything serves again once the space is back). The root of the run
+#   is its own small ext4 (a loop device) so that this fault fills that,
+#   never the machine's filesystem.
 # Invariants after each fault (writers paused):
 #   - every file in each writer's manifest matches its sha256 after
 #     drop_caches (a file that reads as zeros does not match);
@@ -75,6 +79,14 @@ export ASAN_OPTIONS="${ASAN_OPTIONS:-detect_leaks=0}:log_path=$WORK/sanitizer/as
 export UBSAN_OPTIONS="print_stacktrace=1:log_path=$WORK/sanitizer/ubsan"
 mkdir -p "$WORK/sanitizer"
 log "seed $SEED, $DURATION s, binaries of $LAYOUTD_BUILD_DIR"
+
+# ---- the host filesystem under the images (see host-full): 8 GiB,
+# sparse, no root reserve (root here lacks CAP_SYS_RESOURCE anyway). The
+# teardown of common.sh unmounts it if the run fails.
+truncate -s 8G "$WORK/host.img"
+mkfs.ext4 -q -m 0 "$WORK/host.img" || fail "mkfs.ext4 of the host filesystem"
+mkdir -p "$WORK/root"
+mount -o loop "$WORK/host.img" "$WORK/root" || fail "mount the host filesystem"
 
 L=$WORK/layout.yaml
 cat >"$L" <<YAML
@@ -366,14 +378,14 @@ fault() {
             dev=$(findmnt -rn -o SOURCE "$WORK/root/volumes/$v") || fail "image-moved: $v is not mounted"
             unmount_volume "$v"
             losetup -d "$dev" || fail "image-moved: losetup -d $dev"
-            mv "$WORK/root/images/$v.img" "$WORK/moved.img"
+            mv "$WORK/root/images/$v.img" "$WORK/root/moved.img"
             start_agent "$L"
             held() { [ "$(ws_state "$w")" = blocked ]; }
             wait_for 30 held || fail "image-moved: $w on $v is '$(ws_state "$w")', not blocked: $(api GET "/v1/workspaces/$w")"
             [ ! -e "$WORK/root/images/$v.img" ] || fail "image-moved: $v was carved again over its recorded place"
             [ -z "$(ls -A "$WORK/root/volumes/$v" 2>/dev/null)" ] || fail "image-moved: files written into the bare $v directory: $(ls -A "$WORK/root/volumes/$v")"
             agent_gone INT
-            mv "$WORK/moved.img" "$WORK/root/images/$v.img"
+            mv "$WORK/root/moved.img" "$WORK/root/images/$v.img"
             restart_agent ;;
         content-shutdown)
             # The content pool's filesystem shut down: reads of stubs fail
@@ -403,6 +415,35 @@ fault() {
             agent_gone INT
             unmount_volume content-0
             restart_agent ;;
+        host-full)
+            # Something else on the host takes all the space of the
+            # filesystem under the backing images. A write into a volume
+            # that needs a new block of its sparse image then fails (EIO
+            # from the loop device); the writers see errnos and drop what
+            # they could not make durable. The agent must say why.
+            avail=$(df -B1 --output=avail "$WORK/root" | tail -1)
+            fallocate -l "$avail" "$WORK/root/host-filler" 2>/dev/null || true
+            head -c 1G /dev/zero >>"$WORK/root/host-filler" 2>/dev/null || true # what fallocate left
+            hproblem() { [ "$(jget "$(api GET /v1/status)" "any(p['code'] == 'host-overcommitted' for p in d['problems'])")" = True ]; }
+            wait_for 30 hproblem || fail "host-full: no host-overcommitted problem in /v1/status: $(api GET /v1/status)"
+            sleep 5
+            rm -f "$WORK/root/host-filler"
+            sleep 3
+            # A volume whose filesystem shut down on the write errors gets
+            # the operator's step, as for xfs-shutdown; seen by a durable
+            # write, the kernel's own answer.
+            shut=""
+            for v in $(ls "$WORK/root/volumes"); do
+                dd if=/dev/zero of="$WORK/root/volumes/$v/.chaos-probe" bs=4k count=1 conv=fsync status=none 2>/dev/null || shut="$shut $v"
+                rm -f "$WORK/root/volumes/$v/.chaos-probe" 2>/dev/null || true
+            done
+            if [ -n "$shut" ]; then
+                log "host-full: shut down:$shut"
+                count_fault host-full-shutdown
+                agent_gone INT
+                for v in $shut; do unmount_volume "$v"; done
+                restart_agent
+            fi ;;
         xfs-shutdown)
             w=c$((RANDOM % 3 + 1)); v=$(state_volume_of "$w")
             xfs_io -x -c shutdown "$WORK/root/volumes/$v" || fail "xfs-shutdown: xfs_io"
@@ -417,7 +458,7 @@ fault() {
     esac
 }
 KINDS=(agent-kill9 agent-term agent-int daemon-kill9 sweeper-kill9 teardown content-ro fill
-       image-moved xfs-shutdown content-shutdown)
+       image-moved xfs-shutdown content-shutdown host-full)
 # CHAOS_KINDS="a b": only these (to try one fault kind while working on it)
 [ -z "${CHAOS_KINDS:-}" ] || read -ra KINDS <<<"$CHAOS_KINDS"
 # next_kind: the kinds in a seeded shuffle, every one once before any
@@ -490,6 +531,7 @@ agent_gone INT
     fail "final teardown --destroy-data: $(cat "$WORK/td.out")"
 left=$({ find "$WORK/root/images" -type f 2>/dev/null || true; } | wc -l)
 [ "$left" = 0 ] || fail "teardown --destroy-data left $left backing file(s)"
+umount "$WORK/root" || fail "unmount the host filesystem: $(findmnt -rn -o TARGET | grep "^$WORK/root/")"
 leaks=0
 m=$(findmnt -rn -o TARGET | grep -c "^$WORK/") || true
 l=$(losetup -n -O BACK-FILE | grep -c "^$WORK/") || true
