@@ -119,113 +119,61 @@ static int h_reload(void *userdata, ApiCall *call) {
     return 1;
 }
 
-/* Problems an operator must see, each naming what it is about, how bad
- * (level: warning, degraded, failed), a stable code and what to do. The
- * agent's health is the worst level (ok when there is none). */
+/* The problems an operator must see (capacity_problems), from what the
+ * agent knows now. The agent's health is the worst level. */
 static json_object *problems(Agent *a, VolumeHealth *ret_health) {
-    json_object *arr = json_object_new_array();
-    VolumeHealth worst = VOLUME_HEALTH_OK;
-#define PROBLEM(key, name, level, code, ...)                                    \
-    do {                                                                        \
-        json_object *_p = json_object_new_object();                             \
-        _cleanup_free_ char *_m = NULL;                                         \
-        if (asprintf(&_m, __VA_ARGS__) < 0)                                     \
-            _m = NULL;                                                          \
-        if (key)                                                                \
-            J_ADD(_p, key, jstr(name));                                         \
-        J_ADD(_p, "level", jstr(volume_health_to_string(level)));               \
-        J_ADD(_p, "code", jstr(code));                                          \
-        J_ADD(_p, "message", jstr(_m));                                         \
-        json_object_array_add(arr, _p);                                         \
-        worst = MAX(worst, (level));                                            \
-    } while (0)
-
-    for (size_t i = 0; i < a->n_volume_states; i++) {
-        const VolumeState *s = &a->volume_states[i];
-        const VolumeObservation *v = agent_volume(a, s->name);
-        if (!v || (!v->declared && !state_record_find_volume(agent_record(a), v->name)))
-            continue;
-        for (size_t k = 0; k < s->assessment.n; k++) {
-            const VolumeFinding *f = &s->assessment.findings[k];
-            PROBLEM("volume", s->name, f->level, f->code, "%s", f->message);
-        }
-    }
-    for (size_t i = 0; a->volume_results && i < a->volume_results->n_volumes; i++) {
-        const ApplyVolumeResult *v = &a->volume_results->volumes[i];
-        if (v->outcome == APPLY_OUTCOME_REFUSED && !agent_volume(a, v->volume))
-            PROBLEM("volume", v->volume, VOLUME_HEALTH_DEGRADED, v->reason ?: "refused",
-                    "%s was refused and is not used: %s", v->volume, v->message ?: "?");
-        for (char **n = v->notes; n && *n; n++)
-            PROBLEM("volume", v->volume, VOLUME_HEALTH_WARNING, "note", "%s: %s", v->volume, *n);
-        /* A refusal that leaves the volume in service (a shrink): the
-         * layout asks for something that was not done. */
-        for (size_t k = 0; k < v->n_steps; k++)
-            if (v->steps[k].kind == PLAN_STEP_REFUSE && v->outcome != APPLY_OUTCOME_REFUSED)
-                PROBLEM("volume", v->volume, VOLUME_HEALTH_WARNING, "refused-change", "%s",
-                        v->steps[k].description);
-    }
     size_t n = a->supervisor ? supervisor_count(a->supervisor) : 0;
+    _cleanup_free_ ProblemVolume *vols = calloc(MAX(a->n_volume_states, 1u), sizeof(ProblemVolume));
+    _cleanup_free_ ProblemWorkspace *wss = calloc(MAX(n, 1u), sizeof(ProblemWorkspace));
+    /* The blockers' wording, one buffer per workspace, alive for the call. */
+    _cleanup_free_ char *why = calloc(MAX(n, 1u), 512);
+    json_object *arr = NULL;
+    if (!vols || !wss || !why)
+        goto oom;
+    for (size_t i = 0; i < a->n_volume_states; i++)
+        vols[i] = (ProblemVolume) { .name = a->volume_states[i].name, .assessment = &a->volume_states[i].assessment };
+    size_t m = 0;
     for (size_t i = 0; i < n; i++) {
         WorkspaceStatus st;
         if (supervisor_get_status_by_index(a->supervisor, i, &st) < 0)
             continue;
-        if (st.state == SUPERVISOR_FAILED)
-            PROBLEM("workspace", st.id, VOLUME_HEALTH_FAILED, "crash-loop",
-                    "%s: the FUSE daemon hit its crash-loop limit; `layoutctl restart %s` brings it back", st.id,
-                    st.id);
-        else if (st.state == SUPERVISOR_BACKOFF)
-            PROBLEM("workspace", st.id, VOLUME_HEALTH_DEGRADED, "backoff",
-                    "%s: the FUSE daemon died and is restarted after a backoff", st.id);
+        ProblemWorkspace *w = &wss[m++];
+        *w = (ProblemWorkspace) {
+            .id = st.id,
+            .state = st.state == SUPERVISOR_FAILED    ? PROBLEM_DAEMON_CRASH_LOOP
+                     : st.state == SUPERVISOR_BACKOFF ? PROBLEM_DAEMON_BACKOFF
+                     : st.state == SUPERVISOR_BLOCKED ? PROBLEM_DAEMON_BLOCKED
+                                                      : PROBLEM_DAEMON_OK,
+        };
         const DaemonStats *ds = agent_daemon_stats(a, st.id);
-        if (ds && ds->known && ds->objects_missing > 0)
-            PROBLEM("workspace", st.id, VOLUME_HEALTH_DEGRADED, "objects-missing",
-                    "%s: %" PRIu64 " object(s) its files reference are missing from the content pool (%s%s): those "
-                    "files read as I/O errors, their references are kept; restore the pool, and `layoutctl check` "
-                    "lists every file",
-                    st.id, ds->objects_missing, ds->missing && ds->missing[0] ? "one is " : "",
-                    ds->missing && ds->missing[0] ? ds->missing[0] : "digests unknown");
-        if (st.state == SUPERVISOR_BLOCKED) {
-            char why[512];
-            const char *b = agent_workspace_blocker(a, st.id, why, sizeof why);
-            PROBLEM("workspace", st.id, VOLUME_HEALTH_DEGRADED, "blocked",
-                    "%s: not started while %s; it starts by itself once the volume is back in service", st.id,
-                    b ?: "its volumes were out of service");
+        if (ds && ds->known) {
+            w->objects_missing = ds->objects_missing;
+            w->missing_example = ds->missing && ds->missing[0] ? ds->missing[0] : NULL;
         }
+        if (w->state == PROBLEM_DAEMON_BLOCKED)
+            w->blocker = agent_workspace_blocker(a, st.id, why + i * 512, 512);
     }
-    /* The host filesystem under the backing files: sparse files promise
-     * more than they hold, and something else may take the rest. */
-    const Observation *ho = a->engine->observation;
-    if (ho && ho->has_backing_free) {
-        char f[16], pr[16], rs[16];
-        uint64_t promised = capacity_host_promised(ho);
-        const Pool *sp = layout_pool(agent_layout(a), POOL_STATE);
-        GrowthPolicy dflt = { .host_reserve_percent = 5 };
-        uint64_t reserve = capacity_host_reserve(sp && sp->growth.enabled ? &sp->growth : &dflt, ho);
-        if (ho->backing_free < promised)
-            PROBLEM("host", agent_layout(a)->root, VOLUME_HEALTH_DEGRADED, "host-overcommitted",
-                    "the filesystem under %s/images has %s free, less than the %s its sparse backing files may "
-                    "still claim: writes inside the volumes will fail with I/O errors; free space on it now",
-                    agent_layout(a)->root, format_bytes(f, sizeof f, ho->backing_free),
-                    format_bytes(pr, sizeof pr, promised));
-        else if (ho->backing_free - promised < reserve)
-            PROBLEM("host", agent_layout(a)->root, VOLUME_HEALTH_WARNING, "host-low",
-                    "the filesystem under %s/images has %s free beyond what the backing files may claim, under "
-                    "the %s reserve: volumes neither grow nor are carved; free space on it",
-                    agent_layout(a)->root, format_bytes(f, sizeof f, ho->backing_free - promised),
-                    format_bytes(rs, sizeof rs, reserve));
-    }
-    int save_error = record_saver_last_error(a->saver);
-    if (save_error < 0)
-        PROBLEM("host", agent_layout(a)->root, VOLUME_HEALTH_DEGRADED, "record-unsaved",
-                "the state record %s could not be saved: %s; the latest changes are in memory only until a "
-                "save succeeds (an agent restart now would forget them)",
-                a->engine->record_path, strerror(-save_error));
-    if (a->last_reload_error)
-        PROBLEM(NULL, NULL, VOLUME_HEALTH_DEGRADED, "reload-refused",
-                "the last reload was refused; the previous layout keeps running: %s", a->last_reload_error);
-#undef PROBLEM
-    *ret_health = worst;
-    return arr;
+    ProblemInputs in = {
+        .volumes = vols,
+        .n_volumes = a->n_volume_states,
+        .observation = a->engine->observation,
+        .record = agent_record(a),
+        .results = a->volume_results,
+        .workspaces = wss,
+        .n_workspaces = m,
+        .root = agent_layout(a)->root,
+        .state_pool = layout_pool(agent_layout(a), POOL_STATE),
+        .record_save_error = record_saver_last_error(a->saver),
+        .record_path = a->engine->record_path,
+        .reload_error = a->last_reload_error,
+    };
+    if (capacity_problems(&in, &arr, ret_health) >= 0)
+        return arr;
+oom:
+    /* Out of memory: say so rather than report a healthy host. */
+    log_oom();
+    *ret_health = VOLUME_HEALTH_DEGRADED;
+    return json_object_new_array();
 }
 
 /* The agent's health: a failed volume or workspace makes the host
@@ -366,12 +314,8 @@ static int h_capacity(void *userdata, ApiCall *call) {
                 continue;
             size_t n = state_record_count_workspaces(record, v->name);
             workspaces += n;
-            const char *health = agent_volume_health(a, v, NULL);
-            bool takes = volume_observation_is_up(v) && v->has_statvfs &&
-                         (streq(health, "ok") || streq(health, "warning")) &&
-                         v->fs_avail + g >= p->workspace_reserve &&
-                         v->fs_inodes_free >= MIN(p->workspace_reserve_inodes, v->fs_inodes_free + 1);
-            if (takes && n < p->workspaces_per_volume) {
+            VolumeHealth health = volume_health_from_string(agent_volume_health(a, v, NULL));
+            if (capacity_volume_accepts(p, v, health, g) && n < p->workspaces_per_volume) {
                 free_slots += p->workspaces_per_volume - n;
                 accepting++;
             }
@@ -386,7 +330,7 @@ static int h_capacity(void *userdata, ApiCall *call) {
         if (role == POOL_STATE) {
             const char *limit = NULL;
             unsigned refused = refused_state_volumes(a);
-            unsigned carvable = agent_capacity_carvable(a, p, volumes, refused, &limit);
+            unsigned carvable = capacity_pool_carvable(p, obs, volumes, refused, &limit);
             free_slots += (uint64_t) carvable * p->workspaces_per_volume;
             J_ADD(o, "max_volumes", json_object_new_int64(p->max_volumes));
             J_ADD(o, "volumes_accepting", json_object_new_int64(accepting));

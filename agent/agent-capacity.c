@@ -426,27 +426,6 @@ uint64_t agent_capacity_growable(Agent *a, const VolumeObservation *v) {
     return capacity_growable(p, v, a->engine->observation, &a->growth_env);
 }
 
-unsigned agent_capacity_carvable(Agent *a, const Pool *p, unsigned existing, unsigned refused,
-                                 const char **ret_limit) {
-    const char *limit = "max_volumes";
-    unsigned taken = existing + refused;
-    unsigned n = p->max_volumes > taken ? p->max_volumes - taken : 0;
-    if (refused > 0 && p->max_volumes > existing && n < p->max_volumes - existing)
-        limit = "refused";
-    const Observation *o = a->engine->observation;
-    const BackendTraits *t = backend_traits(p->backend);
-    if (t && t->has_device && p->volume_size > 0 && o && o->has_backing_free) {
-        uint64_t fit = capacity_host_carvable(p, o) / p->volume_size;
-        if (fit < n) {
-            n = (unsigned) fit;
-            limit = "host-space";
-        }
-    }
-    if (ret_limit)
-        *ret_limit = limit;
-    return n;
-}
-
 void agent_capacity_metrics(Agent *a, MetricsWriter *w) {
     const Observation *o = a->engine->observation;
     (void) metrics_writer_family(w, "layoutd_volume_used_ratio", METRIC_GAUGE,

@@ -271,9 +271,6 @@ void agent_capacity_merge_statfs(Agent *a, json_object *list);
 /* Bytes placement may count on a volume beyond its free space: what growth
  * can still add (0 when it cannot grow). */
 uint64_t agent_capacity_growable(Agent *a, const VolumeObservation *v);
-/* New volumes of pool p the host can still hold, and why not more. */
-unsigned agent_capacity_carvable(Agent *a, const Pool *p, unsigned existing, unsigned refused,
-                                 const char **ret_limit);
 void agent_capacity_metrics(Agent *a, MetricsWriter *w);
 
 /* agent-cgroups.c */
