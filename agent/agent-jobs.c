@@ -174,26 +174,20 @@ static void log_result(const ApplyResult *res) {
 
 /* The job's observation replaces the cached entries of its volumes (of
  * all, for a job on all): another job may have changed the others since
- * this worker looked. */
+ * this worker looked, so their cached entries are kept. */
+typedef struct JobMerge {
+    const char *volume;
+    const ApplyResult *res;
+} JobMerge;
+
+static bool job_keeps_cached(const char *name, void *userdata) {
+    const JobMerge *m = userdata;
+    return !streq(name, m->volume) && !apply_result_find(m->res, name);
+}
+
 static void merge_observation(Agent *a, VolumeJob *j, Observation *obs, const ApplyResult *res) {
-    Engine *e = a->engine;
-    if (!obs)
-        return;
-    if (!j->volume || !e->observation) {
-        observation_free(e->observation);
-        e->observation = obs;
-        return;
-    }
-    for (size_t i = 0; i < obs->n; i++) {
-        VolumeObservation *v = &obs->volumes[i];
-        if (streq(v->name, j->volume) || apply_result_find(res, v->name) || !observation_find(e->observation, v->name))
-            (void) observation_put(e->observation, v);
-    }
-    e->observation->has_backing_free = obs->has_backing_free;
-    e->observation->backing_free = obs->backing_free;
-    e->observation->backing_size = obs->backing_size;
-    e->observation->taken_at = obs->taken_at;
-    observation_free(obs);
+    JobMerge m = { .volume = j->volume, .res = res };
+    (void) engine_merge_observation(a->engine, obs, !j->volume, j->volume ? job_keeps_cached : NULL, &m);
 }
 
 static void on_done(Worker *w, int error, const char *message, ApplyResult *res, Observation *obs, json_object *extra,

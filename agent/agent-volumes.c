@@ -203,6 +203,16 @@ json_object *agent_volume_json(Agent *a, const VolumeObservation *v) {
 
 static void start_observe(Agent *a);
 
+/* A volume a job works on right now, or one whose job ended after this
+ * observation began, is better known from that job: its cached entry is
+ * kept (an observation taken mid-apply would show a volume not mounted
+ * yet, and its health would flap). */
+static bool job_knows_better(const char *name, void *userdata) {
+    Agent *a = userdata;
+    const VolumeState *vs = agent_volume_state(a, name);
+    return agent_jobs_busy(a, name) || (vs && vs->job_seq > a->observe_start_seq);
+}
+
 static void on_observed(Worker *w, int error, const char *message, ApplyResult *res, Observation *obs,
                         json_object *extra, void *userdata) {
     Agent *a = userdata;
@@ -210,20 +220,7 @@ static void on_observed(Worker *w, int error, const char *message, ApplyResult *
         log_warning("Observing the volumes failed, keeping the previous observation: %s",
                     message ?: strerror(-error));
     else {
-        /* A volume a job works on right now, or one whose job ended after
-         * this observation began, is better known from that job: keep its
-         * cached entry (an observation taken mid-apply would show a volume
-         * not mounted yet, and its health would flap). */
-        Observation *old = a->engine->observation;
-        for (size_t i = 0; old && i < old->n; i++) {
-            VolumeObservation *v = &old->volumes[i];
-            const VolumeState *vs = agent_volume_state(a, v->name);
-            if (agent_jobs_busy(a, v->name) || (vs && vs->job_seq > a->observe_start_seq))
-                (void) observation_put(obs, v);
-        }
-        observation_free(old);
-        a->engine->observation = obs;
-        obs = NULL;
+        (void) engine_merge_observation(a->engine, TAKE_PTR(obs), true, job_knows_better, a);
         agent_volumes_changed(a);
     }
     apply_result_free(res);
