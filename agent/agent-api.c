@@ -20,13 +20,6 @@ static json_object *jstr(const char *s) {
     return s ? json_object_new_string(s) : NULL;
 }
 
-void agent_event(Agent *a, const char *type, json_object *fields) {
-    if (a->api)
-        (void) api_event_emit(a->api, type, fields);
-    else
-        json_object_put(fields);
-}
-
 static int h_volumes(void *userdata, ApiCall *call) {
     Agent *a = userdata;
     const Observation *obs = a->engine->observation;

@@ -91,6 +91,15 @@ Agent *agent_free(Agent *a) {
     return NULL;
 }
 
+void agent_event(Agent *a, const char *type, json_object *fields) {
+    /* Before the API serves (and after it stopped) nobody can read the
+     * stream: the event is dropped, as the log has it already. */
+    if (a->api)
+        (void) api_event_emit(a->api, type, fields);
+    else
+        json_object_put(fields);
+}
+
 void agent_persist(Agent *a) {
     int r = record_saver_submit(a->saver, agent_record(a));
     if (r < 0)

@@ -8,7 +8,8 @@
  * (src/engine/worker.h) whose exit is an event, and the API serves a
  * cached observation.
  *
- *   agent.c             lifecycle: start, signals, reload, stop, sd_notify
+ *   agent.c             lifecycle: start, signals, reload, stop, sd_notify;
+ *                       events (agent_event, into the API's event ring)
  *   agent-jobs.c        the volume jobs: workers, one per volume at a time,
  *                       their record changes saved here, results merged
  *   agent-volumes.c     the cached observation (refreshed on mountinfo
@@ -185,6 +186,10 @@ void agent_ready(Agent *a);
 /* The loop ends once no volume job runs and the record is saved (the
  * answers waiting on that go out first). */
 void agent_exit_when_idle(Agent *a);
+/* Appends an event to the event ring behind GET /v1/events (when the
+ * API runs): type ("volume.health", ...) and its fields (taken; may be
+ * NULL). Every module sends its events through here. */
+void agent_event(Agent *a, const char *type, json_object *fields);
 /* The layout and the record, for short. */
 static inline const Layout *agent_layout(const Agent *a) {
     return a->engine->layout;
@@ -359,5 +364,3 @@ void agent_api_stop(Agent *a);
 /* A reload swapped the layout: applies what changed in api: (the
  * socket's mode and group) and says what waits for a restart. */
 void agent_api_layout_changed(Agent *a, const ApiConfig *old);
-/* Sends an event to the stream (when the API runs). Takes fields. */
-void agent_event(Agent *a, const char *type, json_object *fields);
