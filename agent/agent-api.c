@@ -116,15 +116,12 @@ static int h_reload(void *userdata, ApiCall *call) {
  * agent knows now. The agent's health is the worst level. */
 static json_object *problems(Agent *a, VolumeHealth *ret_health) {
     size_t n = a->supervisor ? supervisor_count(a->supervisor) : 0;
-    _cleanup_free_ ProblemVolume *vols = calloc(MAX(a->n_volume_states, 1u), sizeof(ProblemVolume));
     _cleanup_free_ ProblemWorkspace *wss = calloc(MAX(n, 1u), sizeof(ProblemWorkspace));
     /* The blockers' wording, one buffer per workspace, alive for the call. */
     _cleanup_free_ char *why = calloc(MAX(n, 1u), 512);
     json_object *arr = NULL;
-    if (!vols || !wss || !why)
+    if (!wss || !why)
         goto oom;
-    for (size_t i = 0; i < a->n_volume_states; i++)
-        vols[i] = (ProblemVolume) { .name = a->volume_states[i].name, .assessment = &a->volume_states[i].assessment };
     size_t m = 0;
     for (size_t i = 0; i < n; i++) {
         WorkspaceStatus st;
@@ -147,8 +144,6 @@ static json_object *problems(Agent *a, VolumeHealth *ret_health) {
             w->blocker = agent_workspace_blocker(a, st.id, why + i * 512, 512);
     }
     ProblemInputs in = {
-        .volumes = vols,
-        .n_volumes = a->n_volume_states,
         .observation = a->engine->observation,
         .record = agent_record(a),
         .results = a->volume_results,
@@ -160,7 +155,7 @@ static json_object *problems(Agent *a, VolumeHealth *ret_health) {
         .record_path = a->engine->record_path,
         .reload_error = a->last_reload_error,
     };
-    if (capacity_problems(&in, &arr, ret_health) >= 0)
+    if (agent_capacity_problems(a, &in) >= 0 && capacity_problems(&in, &arr, ret_health) >= 0)
         return arr;
 oom:
     /* Out of memory: say so rather than report a healthy host. */
@@ -447,33 +442,11 @@ static int op_metrics(void *userdata, MetricsWriter *w, ApiError *err) {
                                                                     volume_health_to_string(k), NULL },
                                          streq(h, volume_health_to_string(k)));
     }
-    (void) metrics_writer_family(w, "layoutd_volume_problem", METRIC_GAUGE,
-                                 "1 for each finding on the volume (code), at its level");
-    for (size_t i = 0; i < a->n_volume_states; i++) {
-        const VolumeState *st = &a->volume_states[i];
-        for (size_t k = 0; k < st->assessment.n; k++)
-            (void) metrics_writer_sample(w, (const char *const[]) { "volume", st->name, "code",
-                                                                    st->assessment.findings[k].code, "level",
-                                                                    volume_health_to_string(
-                                                                            st->assessment.findings[k].level),
-                                                                    NULL },
-                                         1);
-    }
     agent_capacity_metrics(a, w);
     agent_gc_metrics(a, w);
     agent_cgroups_metrics(a, w);
     agent_vdo_metrics(a, w);
-    (void) metrics_writer_family(w, "layoutd_volume_flush_probe_seconds", METRIC_HISTOGRAM,
-                                 "Time to write and fsync a fresh 4 KiB file on the volume (its flush cost)");
-    for (size_t i = 0; i < a->n_probes; i++) {
-        const FlushProbe *p = &a->probes[i];
-        (void) metrics_histogram_write(&p->histogram, w, (const char *const[]) { "volume", p->volume, NULL });
-    }
-    (void) metrics_writer_family(w, "layoutd_volume_flush_probe_error", METRIC_GAUGE,
-                                 "errno of the latest flush probe of the volume (0: it worked)");
-    for (size_t i = 0; i < a->n_probes; i++)
-        (void) metrics_writer_sample(w, (const char *const[]) { "volume", a->probes[i].volume, NULL },
-                                     a->probes[i].last_error);
+    agent_flush_probe_metrics(a, w);
 
     size_t n = a->supervisor ? supervisor_count(a->supervisor) : 0;
     WorkspaceStatus *sts = calloc(MAX(n, 1u), sizeof(WorkspaceStatus));

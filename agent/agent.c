@@ -64,9 +64,7 @@ Agent *agent_free(Agent *a) {
     agent_cgroups_stop(a);
     agent_volumes_unwatch(a);
     agent_jobs_abandon(a);
-    for (size_t i = 0; i < a->n_probes; i++)
-        free(a->probes[i].volume);
-    free(a->probes);
+    agent_flush_probe_free(a);
     agent_api_stop(a);
     /* Leaves daemons running: a stop was done by SIGTERM before, and a
      * detach (SIGUSR2) or crash wants them kept for re-adoption. */

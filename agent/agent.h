@@ -69,29 +69,15 @@ typedef struct FlushProbe {
     MetricsHistogram histogram;  /* seconds */
 } FlushProbe;
 
-/* What the agent knows of a volume beyond its observation (agent-capacity.c). */
-typedef struct VolumeState {
-    char *name;
-    VolumeAssessment assessment; /* the latest health and its findings */
-    bool reported;               /* `reported_health` was logged and sent */
-    VolumeHealth reported_health;
-    GrowthDecision growth;       /* the latest growth decision */
-    const char *refusal_logged;  /* the growth refusal reason last logged */
-    bool growing;                /* a grow job is queued or running */
-    usec_t retry_at;             /* CLOCK_MONOTONIC: no grow before (backoff) */
-    unsigned failures;           /* grows failed in a row */
-    char *growth_error;          /* why the last grow failed, or NULL */
-    uint64_t grows, grow_failures; /* counters since the agent started */
-    uint64_t job_seq;            /* Agent.job_seq when a job on it last ended */
-    uint64_t grown_bytes;
-} VolumeState;
-
 typedef struct VolumeJob VolumeJob;
 typedef struct AgentCgroups AgentCgroups;
 typedef struct PendingCarve PendingCarve;
 typedef struct WorkspaceWaiter WorkspaceWaiter;
 typedef struct AgentVdo AgentVdo;
 typedef struct AgentCheck AgentCheck;
+typedef struct AgentCapacity AgentCapacity;
+typedef struct AgentProbe AgentProbe;
+typedef struct JobEnded JobEnded;
 
 typedef struct Agent {
     sd_event *event;
@@ -107,26 +93,21 @@ typedef struct Agent {
     char *last_status;           /* the last STATUS= sent to systemd */
 
     ApplyResult *volume_results; /* per volume: the latest outcome */
-    VolumeState *volume_states;  /* per observed volume (agent-capacity.c) */
-    size_t n_volume_states;
-    GrowthEnv growth_env;        /* what growth may do here (capabilities) */
-    sd_event_source *capacity_timer; /* starts and stops the fast watch */
-    Worker *capacity_watcher;    /* the watch worker (WORKER_OP_WATCH) */
-    char **watch_paths;          /* the mount paths it samples */
-    bool watch_near;             /* a volume is near a threshold */
-    bool watch_ended;            /* the watch worker exited on its own */
-    usec_t watch_quiet_since;    /* CLOCK_MONOTONIC: no volume near since */
+    AgentCapacity *capacity;     /* agent-capacity.c: growth, health, the fast watch */
     struct AgentGc *gc;          /* agent-gc.c; NULL without a sweep */
     AgentCgroups *cgroups;       /* agent-cgroups.c */
 
     /* Volume jobs (agent-jobs.c): running, then queued, in order. */
     VolumeJob *jobs;
     sd_event_source *jobs_start; /* starts the next startable job, one per iteration */
+    uint64_t job_seq;            /* counts ended volume jobs */
+    uint64_t job_all_seq;        /* job_seq when a job on every volume last ended */
+    JobEnded *jobs_ended;        /* per volume: job_seq when a job on it last ended */
+    size_t n_jobs_ended;
 
     /* The observation refresh (agent-volumes.c). */
     Worker *observer;
     bool observe_again;
-    uint64_t job_seq;            /* counts ended volume jobs */
     uint64_t observe_start_seq;  /* job_seq when the running refresh started */
     sd_event_source *observe_timer;
     struct MountMonitor *mount_monitor; /* the mount table's changes */
@@ -146,13 +127,7 @@ typedef struct Agent {
     bool exit_after_jobs;        /* stopping: exit once the last job ended */
     bool shutdown_stop_workspaces; /* POST /v1/shutdown's choice */
 
-    FlushProbe *probes;
-    size_t n_probes;
-    DaemonStats *daemon_stats;   /* per workspace (agent-probe.c) */
-    size_t n_daemon_stats;
-    sd_event_source *probe_timer;
-    Worker *prober;
-    char **probe_volumes;        /* volumes of the running probe, in order */
+    AgentProbe *probe;           /* agent-probe.c: flush costs, daemons' figures */
 
     PendingCarve *carves;        /* state volumes being carved for creates */
     struct PlaceCandidate *place_extras; /* agent_place_context's buffer */
@@ -239,6 +214,8 @@ int agent_job_submit_full(Agent *a, const char *op, json_object *args, const cha
 size_t agent_jobs_count(Agent *a);
 /* A job runs now on this volume (or on every volume). */
 bool agent_jobs_busy(Agent *a, const char *volume);
+/* A job on this volume (or on every volume) ended after job_seq was seq. */
+bool agent_jobs_ended_since(Agent *a, const char *volume, uint64_t seq);
 /* Kills every job (the agent is going away). */
 void agent_jobs_abandon(Agent *a);
 
@@ -257,26 +234,30 @@ const char *agent_volume_health(Agent *a, const VolumeObservation *v, const char
 /* The observation changed: growth is decided, health assessed, and health
  * transitions are logged and sent as events. */
 void agent_volumes_changed(Agent *a);
+/* Merges statfs figures ([{"path", "statfs_error", "fs_size", ...}], from
+ * the capacity watch or the flush probe) into the cached observation. */
+void agent_volumes_merge_statfs(Agent *a, json_object *list);
 /* The volume's API object, with what only the agent knows. */
 json_object *agent_volume_json(Agent *a, const VolumeObservation *v);
 
 /* agent-capacity.c */
 int agent_capacity_start(Agent *a);
 void agent_capacity_stop(Agent *a);
-/* The state of a volume, or NULL when it was never observed. */
-VolumeState *agent_volume_state(Agent *a, const char *name);
+/* The latest assessment of a volume, or NULL when it was never observed. */
+const VolumeAssessment *agent_capacity_assessment(Agent *a, const char *volume);
 /* Decides growth for every observed volume (starting grow jobs), assesses
  * every volume's health, forgets volumes no longer observed, and arms the
  * fast watch when a volume nears a threshold. Health transitions are
  * returned through agent_volumes_changed's logging. */
 void agent_capacity_observed(Agent *a);
-/* Merges statfs figures ([{"path", "statfs_error", "fs_size", ...}], from
- * the watch or the flush probe) into the cached observation. */
-void agent_capacity_merge_statfs(Agent *a, json_object *list);
 /* Bytes placement may count on a volume beyond its free space: what growth
  * can still add (0 when it cannot grow). */
 uint64_t agent_capacity_growable(Agent *a, const VolumeObservation *v);
 void agent_capacity_metrics(Agent *a, MetricsWriter *w);
+/* The volume's "growth" object (null when its pool does not grow). */
+void agent_capacity_volume_json(Agent *a, const VolumeObservation *v, json_object *o);
+/* Hands every assessed volume to in (valid until the next call). */
+int agent_capacity_problems(Agent *a, ProblemInputs *in);
 
 /* agent-cgroups.c */
 int agent_cgroups_start(Agent *a);
@@ -316,7 +297,11 @@ void agent_check_stop(Agent *a);
 
 /* agent-probe.c */
 int agent_flush_probe_start(Agent *a);
+/* Stops probing (a reload starts it again); the samples stay. */
 void agent_flush_probe_stop(Agent *a);
+/* ... and the samples go too (the agent is going away). */
+void agent_flush_probe_free(Agent *a);
+void agent_flush_probe_metrics(Agent *a, MetricsWriter *w);
 FlushProbe *agent_flush_probe_find(Agent *a, const char *volume);
 /* A workspace's daemon's own figures, or NULL (never read). */
 const DaemonStats *agent_daemon_stats(Agent *a, const char *id);
