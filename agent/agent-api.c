@@ -114,56 +114,6 @@ static int h_reload(void *userdata, ApiCall *call) {
 
 /* The problems an operator must see (capacity_problems), from what the
  * agent knows now. The agent's health is the worst level. */
-static json_object *problems(Agent *a, VolumeHealth *ret_health) {
-    size_t n = a->supervisor ? supervisor_count(a->supervisor) : 0;
-    _cleanup_free_ ProblemWorkspace *wss = calloc(MAX(n, 1u), sizeof(ProblemWorkspace));
-    /* The blockers' wording, one buffer per workspace, alive for the call. */
-    _cleanup_free_ char *why = calloc(MAX(n, 1u), 512);
-    json_object *arr = NULL;
-    if (!wss || !why)
-        goto oom;
-    size_t m = 0;
-    for (size_t i = 0; i < n; i++) {
-        WorkspaceStatus st;
-        if (supervisor_get_status_by_index(a->supervisor, i, &st) < 0)
-            continue;
-        ProblemWorkspace *w = &wss[m++];
-        *w = (ProblemWorkspace) {
-            .id = st.id,
-            .state = st.state == SUPERVISOR_FAILED    ? PROBLEM_DAEMON_CRASH_LOOP
-                     : st.state == SUPERVISOR_BACKOFF ? PROBLEM_DAEMON_BACKOFF
-                     : st.state == SUPERVISOR_BLOCKED ? PROBLEM_DAEMON_BLOCKED
-                                                      : PROBLEM_DAEMON_OK,
-        };
-        const DaemonStats *ds = agent_daemon_stats(a, st.id);
-        if (ds && ds->known) {
-            w->objects_missing = ds->objects_missing;
-            w->missing_example = ds->missing && ds->missing[0] ? ds->missing[0] : NULL;
-        }
-        if (w->state == PROBLEM_DAEMON_BLOCKED)
-            w->blocker = agent_workspace_blocker(a, st.id, why + i * 512, 512);
-    }
-    ProblemInputs in = {
-        .observation = a->engine->observation,
-        .record = agent_record(a),
-        .results = a->volume_results,
-        .workspaces = wss,
-        .n_workspaces = m,
-        .root = agent_layout(a)->root,
-        .state_pool = layout_pool(agent_layout(a), POOL_STATE),
-        .record_save_error = record_saver_last_error(a->saver),
-        .record_path = a->engine->record_path,
-        .reload_error = a->last_reload_error,
-    };
-    if (agent_capacity_problems(a, &in) >= 0 && capacity_problems(&in, &arr, ret_health) >= 0)
-        return arr;
-oom:
-    /* Out of memory: say so rather than report a healthy host. */
-    log_oom();
-    *ret_health = VOLUME_HEALTH_DEGRADED;
-    return json_object_new_array();
-}
-
 /* The agent's health: a failed volume or workspace makes the host
  * degraded, not failed (the rest serves). */
 static const char *agent_health_word(VolumeHealth h) {
@@ -230,7 +180,7 @@ static int h_status(void *userdata, ApiCall *call) {
     } else
         J_ADD(o, "last_reload_error", NULL);
     VolumeHealth worst;
-    json_object *p = problems(a, &worst);
+    json_object *p = agent_problems(a, &worst);
     J_ADD(o, "health", jstr(agent_health_word(worst)));
     J_ADD(o, "problems", p);
     J_ADD(o, "gc", agent_gc_json(a));
@@ -244,7 +194,7 @@ static int h_status(void *userdata, ApiCall *call) {
 static int h_health(void *userdata, ApiCall *call) {
     Agent *a = userdata;
     VolumeHealth worst;
-    json_object *p = problems(a, &worst);
+    json_object *p = agent_problems(a, &worst);
     bool ready = a->ready && !a->stopping, healthy = worst <= VOLUME_HEALTH_WARNING;
     call->reply = json_object_new_object();
     J_ADD(call->reply, "health", jstr(ready ? agent_health_word(worst) : a->stopping ? "stopping" : "starting"));
@@ -390,115 +340,7 @@ static int h_check(void *userdata, ApiCall *call) {
 }
 
 static int op_metrics(void *userdata, MetricsWriter *w, ApiError *err) {
-    Agent *a = userdata;
-    const Observation *obs = a->engine->observation;
-    StateRecord *record = agent_record(a);
-    Observation empty = {};
-
-    (void) metrics_writer_family(w, "layoutd_info", METRIC_GAUGE, "layoutd version and layout generation");
-    char gen[32];
-    snprintf(gen, sizeof gen, "%" PRIu64, a->generation);
-    (void) metrics_writer_sample(w, (const char *const[]) { "version", LAYOUTD_VERSION, "layout_hash",
-                                                            a->engine->layout_hash, "generation", gen, NULL },
-                                 1);
-    (void) metrics_writer_family(w, "layoutd_uptime_seconds", METRIC_GAUGE, "Seconds since the agent started");
-    (void) metrics_writer_sample(w, NULL, (double) (now_usec(CLOCK_MONOTONIC) - a->started_mono) / USEC_PER_SEC);
-    (void) metrics_writer_family(w, "layoutd_reload_error", METRIC_GAUGE, "1 when the last reload was refused");
-    (void) metrics_writer_sample(w, NULL, a->last_reload_error ? 1 : 0);
-    (void) metrics_writer_family(w, "layoutd_jobs", METRIC_GAUGE, "Volume jobs running or queued (workers)");
-    (void) metrics_writer_sample(w, NULL, (double) agent_jobs_count(a));
-    RecordSaverStats rs;
-    record_saver_stats(a->saver, &rs);
-    (void) metrics_writer_family(w, "layoutd_record_writes_total", METRIC_COUNTER,
-                                 "Writes of the state record (by the saver thread) since the agent started");
-    (void) metrics_writer_sample(w, NULL, (double) rs.writes);
-    (void) metrics_writer_family(w, "layoutd_record_write_failures_total", METRIC_COUNTER,
-                                 "Writes of the state record that failed since the agent started");
-    (void) metrics_writer_sample(w, NULL, (double) rs.failures);
-    (void) metrics_writer_family(w, "layoutd_record_write_max_seconds", METRIC_GAUGE,
-                                 "The longest write of the state record (write, fsync, rename, directory fsync) "
-                                 "since the agent started");
-    (void) metrics_writer_sample(w, NULL, (double) rs.max_write_usec / USEC_PER_SEC);
-    (void) metrics_writer_family(w, "layoutd_record_unsaved", METRIC_GAUGE,
-                                 "1 while the last write of the state record failed (changes are in memory only)");
-    (void) metrics_writer_sample(w, NULL, record_saver_last_error(a->saver) < 0 ? 1 : 0);
-
-    volume_report_metrics(obs ?: &empty, w);
-    (void) metrics_writer_family(w, "layoutd_volume_workspaces", METRIC_GAUGE,
-                                 "Active workspaces placed on the volume (its flush scope)");
-    for (size_t i = 0; obs && i < obs->n; i++) {
-        const VolumeObservation *v = &obs->volumes[i];
-        (void) metrics_writer_sample(w, (const char *const[]) { "volume", v->name, "pool", pool_role_to_string(v->role),
-                                                                "backend", backend_to_string(v->backend), NULL },
-                                     (double) state_record_count_workspaces(record, v->name));
-    }
-    (void) metrics_writer_family(w, "layoutd_volume_health", METRIC_GAUGE,
-                                 "1 for the volume's current health (ok, warning, degraded, failed)");
-    for (size_t i = 0; obs && i < obs->n; i++) {
-        const VolumeObservation *v = &obs->volumes[i];
-        const char *h = agent_volume_health(a, v, NULL);
-        for (VolumeHealth k = 0; k < _VOLUME_HEALTH_MAX; k++)
-            (void) metrics_writer_sample(w, (const char *const[]) { "volume", v->name, "health",
-                                                                    volume_health_to_string(k), NULL },
-                                         streq(h, volume_health_to_string(k)));
-    }
-    agent_capacity_metrics(a, w);
-    agent_gc_metrics(a, w);
-    agent_cgroups_metrics(a, w);
-    agent_vdo_metrics(a, w);
-    agent_flush_probe_metrics(a, w);
-
-    size_t n = a->supervisor ? supervisor_count(a->supervisor) : 0;
-    WorkspaceStatus *sts = calloc(MAX(n, 1u), sizeof(WorkspaceStatus));
-    if (!sts)
-        return -ENOMEM;
-    size_t m = 0;
-    for (size_t i = 0; i < n; i++)
-        if (supervisor_get_status_by_index(a->supervisor, i, &sts[m]) >= 0)
-            m++;
-    (void) metrics_writer_family(w, "layoutd_workspace_up", METRIC_GAUGE,
-                                 "1 when the workspace's FUSE daemon is running and mounted");
-    for (size_t i = 0; i < m; i++) {
-        const WorkspaceRecord *rec = state_record_find_workspace(record, sts[i].id);
-        (void) metrics_writer_sample(w, (const char *const[]) { "workspace", sts[i].id, "volume",
-                                                                rec && rec->volume ? rec->volume : "", NULL },
-                                     sts[i].state == SUPERVISOR_RUNNING);
-    }
-    (void) metrics_writer_family(w, "layoutd_workspace_restarts_total", METRIC_COUNTER,
-                                 "Restarts of the workspace's FUSE daemon");
-    for (size_t i = 0; i < m; i++)
-        (void) metrics_writer_sample(w, (const char *const[]) { "workspace", sts[i].id, NULL }, sts[i].restarts);
-    (void) metrics_writer_family(w, "layoutd_workspace_state", METRIC_GAUGE,
-                                 "1 for the workspace's current supervision state");
-    for (size_t i = 0; i < m; i++)
-        (void) metrics_writer_sample(w, (const char *const[]) { "workspace", sts[i].id, "state",
-                                                                supervisor_state_to_string(sts[i].state), NULL },
-                                     1);
-    (void) metrics_writer_family(w, "layoutd_workspace_flush_scope", METRIC_GAUGE,
-                                 "Workspaces sharing this workspace's volume, itself included");
-    for (size_t i = 0; i < m; i++) {
-        const WorkspaceRecord *rec = state_record_find_workspace(record, sts[i].id);
-        if (rec && rec->volume)
-            (void) metrics_writer_sample(w, (const char *const[]) { "workspace", sts[i].id, NULL },
-                                         (double) state_record_count_workspaces(record, rec->volume));
-    }
-    (void) metrics_writer_family(w, "layoutd_workspace_objects_missing", METRIC_GAUGE,
-                                 "Objects the workspace's files reference that the content pool lacks (its daemon's "
-                                 "count); those files read as I/O errors");
-    for (size_t i = 0; i < m; i++) {
-        const DaemonStats *ds = agent_daemon_stats(a, sts[i].id);
-        if (ds && ds->known)
-            (void) metrics_writer_sample(w, (const char *const[]) { "workspace", sts[i].id, NULL },
-                                         (double) ds->objects_missing);
-    }
-    free(sts);
-    (void) metrics_writer_family(w, "layoutd_workspace_creates_total", METRIC_COUNTER,
-                                 "Workspace creations asked through the API");
-    (void) metrics_writer_sample(w, NULL, (double) a->api_creates);
-    (void) metrics_writer_family(w, "layoutd_workspace_create_failures_total", METRIC_COUNTER,
-                                 "Workspace creations refused or failed");
-    (void) metrics_writer_sample(w, NULL, (double) a->api_create_failures);
-    return 0;
+    return agent_metrics(userdata, w);
 }
 
 const ApiOps agent_api_ops = {

@@ -50,7 +50,6 @@ typedef struct VolumeState {
 struct AgentCapacity {
     VolumeState *states;         /* per observed volume */
     size_t n_states;
-    ProblemVolume *problem_volumes; /* agent_capacity_problems' buffer */
     GrowthEnv growth_env;        /* what growth may do here (capabilities) */
     sd_event_source *timer;      /* starts and stops the fast watch */
     Worker *watcher;             /* the watch worker (WORKER_OP_WATCH) */
@@ -414,7 +413,7 @@ static void report_health(Agent *a) {
     }
 }
 
-void agent_capacity_observed(Agent *a) {
+static void capacity_observed(Agent *a) {
     const Observation *o = a->engine->observation;
     bool near = false;
     if (!a->capacity)
@@ -447,9 +446,9 @@ static uint64_t missing_capabilities(void) {
     return ~have;
 }
 
-int agent_capacity_start(Agent *a) {
+static int capacity_start(Agent *a) {
     if (!a->capacity && !(a->capacity = calloc(1, sizeof(AgentCapacity))))
-        return -ENOMEM;
+        return log_oom();
     AgentCapacity *c = a->capacity;
     c->growth_env.missing_capabilities = missing_capabilities();
     for (size_t i = 0; i < _FS_TYPE_MAX; i++)
@@ -458,12 +457,14 @@ int agent_capacity_start(Agent *a) {
                      fs_types[i].grow.capability_name ?: "capability", fs_types[i].display_name);
     int r = sd_event_add_time_relative(a->event, &c->timer, CLOCK_MONOTONIC, 0, 10 * USEC_PER_MSEC,
                                        on_watch_timer, a);
+    if (r >= 0)
+        r = sd_event_source_set_enabled(c->timer, SD_EVENT_OFF);
     if (r < 0)
-        return r;
-    return sd_event_source_set_enabled(c->timer, SD_EVENT_OFF);
+        log_warning_errno(r, "Cannot set up the capacity watch, growth follows the 10 s observation only: %m");
+    return r;
 }
 
-void agent_capacity_stop(Agent *a) {
+static void capacity_free(Agent *a) {
     AgentCapacity *c = a->capacity;
     if (!c)
         return;
@@ -472,7 +473,6 @@ void agent_capacity_stop(Agent *a) {
     for (size_t i = 0; i < c->n_states; i++)
         state_done(&c->states[i]);
     free(c->states);
-    free(c->problem_volumes);
     a->capacity = mfree(c);
 }
 
@@ -487,7 +487,7 @@ uint64_t agent_capacity_growable(Agent *a, const VolumeObservation *v) {
     return capacity_growable(p, v, a->engine->observation, c ? &c->growth_env : &(GrowthEnv) {});
 }
 
-void agent_capacity_metrics(Agent *a, MetricsWriter *w) {
+static void capacity_metrics(Agent *a, MetricsWriter *w) {
     AgentCapacity *c = a->capacity;
     const Observation *o = a->engine->observation;
     size_t n = c ? c->n_states : 0;
@@ -546,7 +546,7 @@ void agent_capacity_metrics(Agent *a, MetricsWriter *w) {
 
 /* ---- what the API shows ----------------------------------------------------- */
 
-void agent_capacity_volume_json(Agent *a, const VolumeObservation *v, json_object *o) {
+static void capacity_volume_json(Agent *a, const VolumeObservation *v, json_object *o) {
     const Pool *pool = v->declared ? layout_pool(agent_layout(a), v->role) : NULL;
     const VolumeState *vs = agent_volume_state(a, v->name);
     json_object *gj = NULL;
@@ -571,17 +571,26 @@ void agent_capacity_volume_json(Agent *a, const VolumeObservation *v, json_objec
     json_object_object_add(o, "growth", gj);
 }
 
-int agent_capacity_problems(Agent *a, ProblemInputs *in) {
+static int capacity_problems_inputs(Agent *a, ProblemInputs *in) {
     AgentCapacity *c = a->capacity;
     if (!c)
         return 0;
-    ProblemVolume *t = realloc(c->problem_volumes, sizeof(ProblemVolume) * MAX(c->n_states, 1u));
+    ProblemVolume *t = calloc(MAX(c->n_states, 1u), sizeof(ProblemVolume));
     if (!t)
         return -ENOMEM;
-    c->problem_volumes = t;
     for (size_t i = 0; i < c->n_states; i++)
         t[i] = (ProblemVolume) { .name = c->states[i].name, .assessment = &c->states[i].assessment };
     in->volumes = t;
     in->n_volumes = c->n_states;
     return 0;
 }
+
+const AgentModule agent_capacity_module = {
+    .name = "capacity",
+    .start = capacity_start,
+    .free = capacity_free,
+    .observed = capacity_observed,
+    .volume_json = capacity_volume_json,
+    .metrics = capacity_metrics,
+    .problems = capacity_problems_inputs,
+};

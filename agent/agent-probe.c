@@ -277,7 +277,7 @@ static int on_probe_timer(sd_event_source *s, uint64_t usec, void *userdata) {
     return 0;
 }
 
-int agent_flush_probe_start(Agent *a) {
+static int probe_start(Agent *a) {
     if (agent_layout(a)->api.flush_probe_interval == 0 || a->stopping)
         return 0;
     if (!a->probe && !(a->probe = calloc(1, sizeof(AgentProbe))))
@@ -293,7 +293,7 @@ int agent_flush_probe_start(Agent *a) {
 }
 
 /* The samples (histograms) stay: a reload stops and starts the probe. */
-void agent_flush_probe_stop(Agent *a) {
+static void probe_stop(Agent *a) {
     AgentProbe *pr = a->probe;
     if (!pr)
         return;
@@ -308,8 +308,8 @@ void agent_flush_probe_stop(Agent *a) {
     pr->volumes = strv_free(pr->volumes);
 }
 
-void agent_flush_probe_free(Agent *a) {
-    agent_flush_probe_stop(a);
+static void probe_free(Agent *a) {
+    probe_stop(a);
     if (!a->probe)
         return;
     for (size_t i = 0; i < a->probe->n_probes; i++)
@@ -318,7 +318,7 @@ void agent_flush_probe_free(Agent *a) {
     a->probe = mfree(a->probe);
 }
 
-void agent_flush_probe_metrics(Agent *a, MetricsWriter *w) {
+static void probe_metrics(Agent *a, MetricsWriter *w) {
     AgentProbe *pr = a->probe;
     size_t n = pr ? pr->n_probes : 0;
     (void) metrics_writer_family(w, "layoutd_volume_flush_probe_seconds", METRIC_HISTOGRAM,
@@ -333,3 +333,33 @@ void agent_flush_probe_metrics(Agent *a, MetricsWriter *w) {
         (void) metrics_writer_sample(w, (const char *const[]) { "volume", pr->probes[i].volume, NULL },
                                      pr->probes[i].last_error);
 }
+
+/* A reload: probe again soon, at the layout's interval (or no more). */
+static void probe_layout_changed(Agent *a) {
+    probe_stop(a);
+    (void) probe_start(a);
+}
+
+static void probe_volume_json(Agent *a, const VolumeObservation *v, json_object *o) {
+    FlushProbe *p = agent_flush_probe_find(a, v->name);
+    if (p) {
+        json_object *f = json_object_new_object();
+        json_object_object_add(f, "last_seconds",
+                               p->has_last ? json_object_new_double((double) p->last / USEC_PER_SEC) : NULL);
+        json_object_object_add(f, "samples", json_object_new_uint64(p->histogram.count));
+        json_object_object_add(f, "last_error", p->last_error ? json_object_new_string(strerror(p->last_error)) : NULL);
+        json_object_object_add(o, "flush_probe", f);
+    } else
+        json_object_object_add(o, "flush_probe", NULL);
+}
+
+const AgentModule agent_probe_module = {
+    .name = "probe",
+    .when_up = true,
+    .start = probe_start,
+    .layout_changed = probe_layout_changed,
+    .stop = probe_stop,
+    .free = probe_free,
+    .volume_json = probe_volume_json,
+    .metrics = probe_metrics,
+};

@@ -58,10 +58,7 @@ const char *agent_volume_health(Agent *a, const VolumeObservation *v, const char
 
 void agent_volumes_changed(Agent *a) {
     api_server_changed(a->api); /* the volumes' answers are stale now */
-    agent_capacity_observed(a);
-    agent_vdo_observed(a);
-    agent_gc_observed(a);
-    agent_workspaces_volumes_changed(a);
+    agent_modules_observed(a);
     if (a->ready)
         agent_update_status(a);
 }
@@ -101,7 +98,7 @@ json_object *agent_volume_json(Agent *a, const VolumeObservation *v) {
         json_object_object_add(uj, "inodes_percent", json_object_new_int((int) u.inodes_percent));
     }
     json_object_object_add(o, "usage", uj);
-    agent_capacity_volume_json(a, v, o);
+    json_object_object_add(o, "growth", NULL);
     /* Every GET is served from the cached observation: say how old it is,
      * so that a caller who just wrote can wait for figures that include it. */
     usec_t at = a->engine->observation ? a->engine->observation->taken_at : 0;
@@ -129,17 +126,10 @@ json_object *agent_volume_json(Agent *a, const VolumeObservation *v) {
     if (mixed)
         json_object_object_add(o, "mixed_tenants", json_object_new_boolean(true));
 
-    FlushProbe *p = agent_flush_probe_find(a, v->name);
-    if (p) {
-        json_object *f = json_object_new_object();
-        json_object_object_add(f, "last_seconds",
-                               p->has_last ? json_object_new_double((double) p->last / USEC_PER_SEC) : NULL);
-        json_object_object_add(f, "samples", json_object_new_uint64(p->histogram.count));
-        json_object_object_add(f, "last_error", p->last_error ? json_object_new_string(strerror(p->last_error)) : NULL);
-        json_object_object_add(o, "flush_probe", f);
-    } else
-        json_object_object_add(o, "flush_probe", NULL);
-    agent_vdo_volume_json(a, v, o);
+    /* The modules' keys in the places the API has always shown them
+     * (json-c keeps a key where it was when its value is replaced). */
+    json_object_object_add(o, "flush_probe", NULL);
+    agent_modules_volume_json(a, v, o);
     return o;
 }
 

@@ -139,6 +139,46 @@ typedef struct Agent {
     AgentCheck *check;           /* agent-check.c: the content pool's check */
 } Agent;
 
+/*
+ * A module of the agent (agent-<name>.c). The core (agent.c, the jobs,
+ * the cached observation) calls a module only through its row in
+ * agent_modules[] (agent.c), as the engine calls a backend through
+ * volume_backends[]: a module's state is its own (an opaque pointer in
+ * Agent), and a module calls down into the core, never into another
+ * module's row. Every op may be NULL.
+ */
+typedef struct AgentModule {
+    const char *name;
+    /* Starts it: at agent_run (when_up false), or once the volumes are up
+     * and again after every reload's apply (when_up: then it must be
+     * idempotent). A failure is the module's to log; the agent goes on. */
+    bool when_up;
+    int (*start)(Agent *a);
+    /* A reload's apply is done: instead of start for a when_up module. */
+    void (*layout_changed)(Agent *a);
+    /* agent_stop: what must not run on while the agent stops. */
+    void (*stop)(Agent *a);
+    /* agent_free: everything goes (the loop is over). */
+    void (*free)(Agent *a);
+    /* The cached observation changed (agent_volumes_changed). */
+    void (*observed)(Agent *a);
+    /* Adds what only it knows to a volume's API object o. */
+    void (*volume_json)(Agent *a, const VolumeObservation *v, json_object *o);
+    /* Its metric families (GET /metrics). */
+    void (*metrics)(Agent *a, MetricsWriter *w);
+    /* Hands its part of the problems' inputs to in (valid until its next
+     * call). Returns 0 or -ENOMEM. */
+    int (*problems)(Agent *a, ProblemInputs *in);
+} AgentModule;
+
+extern const AgentModule agent_capacity_module;
+extern const AgentModule agent_gc_module;
+extern const AgentModule agent_cgroups_module;
+extern const AgentModule agent_vdo_module;
+extern const AgentModule agent_probe_module;
+extern const AgentModule agent_check_module;
+extern const AgentModule agent_workspaces_module;
+
 /* The binary the workers run: this one, as it is running now (a package
  * upgrade replaces the file, not the running inode). */
 #define AGENT_SELF_EXE "/proc/self/exe"
@@ -161,6 +201,15 @@ void agent_ready(Agent *a);
 /* The loop ends once no volume job runs and the record is saved (the
  * answers waiting on that go out first). */
 void agent_exit_when_idle(Agent *a);
+/* The modules (agent_modules[], in agent.c): the observation changed; a
+ * volume's API object gets what each of them knows. */
+void agent_modules_observed(Agent *a);
+void agent_modules_volume_json(Agent *a, const VolumeObservation *v, json_object *o);
+/* The problems an operator must see (capacity_problems over what the core
+ * and the modules know); *ret_health the worst level. */
+json_object *agent_problems(Agent *a, VolumeHealth *ret_health);
+/* Every metric family (GET /metrics): the core's, then each module's. */
+int agent_metrics(Agent *a, MetricsWriter *w);
 /* Appends an event to the event ring behind GET /v1/events (when the
  * API runs): type ("volume.health", ...) and its fields (taken; may be
  * NULL). Every module sends its events through here. */
@@ -231,8 +280,9 @@ size_t agent_volumes_total(Agent *a);
 /* The health of a volume ("ok", "warning", "degraded", "failed") and, when
  * not ok, its worst finding (owned by the volume's state). */
 const char *agent_volume_health(Agent *a, const VolumeObservation *v, const char **ret_problem);
-/* The observation changed: growth is decided, health assessed, and health
- * transitions are logged and sent as events. */
+/* The observation changed: the modules are told (agent_modules[]: growth
+ * is decided, health assessed and its transitions reported, blocked
+ * workspaces start, ...). */
 void agent_volumes_changed(Agent *a);
 /* Merges statfs figures ([{"path", "statfs_error", "fs_size", ...}], from
  * the capacity watch or the flush probe) into the cached observation. */
@@ -241,67 +291,38 @@ void agent_volumes_merge_statfs(Agent *a, json_object *list);
 json_object *agent_volume_json(Agent *a, const VolumeObservation *v);
 
 /* agent-capacity.c */
-int agent_capacity_start(Agent *a);
-void agent_capacity_stop(Agent *a);
 /* The latest assessment of a volume, or NULL when it was never observed. */
 const VolumeAssessment *agent_capacity_assessment(Agent *a, const char *volume);
-/* Decides growth for every observed volume (starting grow jobs), assesses
- * every volume's health, forgets volumes no longer observed, and arms the
- * fast watch when a volume nears a threshold. Health transitions are
- * returned through agent_volumes_changed's logging. */
-void agent_capacity_observed(Agent *a);
 /* Bytes placement may count on a volume beyond its free space: what growth
  * can still add (0 when it cannot grow). */
 uint64_t agent_capacity_growable(Agent *a, const VolumeObservation *v);
-void agent_capacity_metrics(Agent *a, MetricsWriter *w);
-/* The volume's "growth" object (null when its pool does not grow). */
-void agent_capacity_volume_json(Agent *a, const VolumeObservation *v, json_object *o);
-/* Hands every assessed volume to in (valid until the next call). */
-int agent_capacity_problems(Agent *a, ProblemInputs *in);
 
 /* agent-cgroups.c */
-int agent_cgroups_start(Agent *a);
-void agent_cgroups_stop(Agent *a);
 /* A workspace's daemon runs (started, or re-adopted): into its scope. */
 void agent_cgroups_daemon_running(Agent *a, const char *id, pid_t pid);
-/* A reload: every running daemon's scope gets the layout's limits. */
-void agent_cgroups_layout_changed(Agent *a);
 void agent_cgroups_forget(Agent *a, const char *id);
 /* {"enabled", "reason"} for /v1/status; a workspace's cgroup object (or
  * NULL when it has none); the layoutd_workspace_* cgroup families. */
 json_object *agent_cgroups_status_json(Agent *a);
 json_object *agent_cgroups_workspace_json(Agent *a, const char *id);
-void agent_cgroups_metrics(Agent *a, MetricsWriter *w);
 
 /* agent-gc.c */
-int agent_gc_start(Agent *a);
 /* The pool's dirs and the roots that may hold references to it, as the
  * pool's tools take them: --content DIR[,DIR...] --state-root DIR...
  * Refused (-EBUSY, *ret_why) while a volume that may hold references is
  * out of service: a reference nobody can see looks like none. */
 int agent_gc_pool_args(Agent *a, const Pool *p, char ***ret, char **ret_why);
-void agent_gc_stop(Agent *a);
 /* POST /v1/gc: a sweep now (dry_run: report only). Returns 1 (op goes on)
  * or <0 with err set. */
 int agent_gc_run(Agent *a, bool dry_run, ApiOperation *op, ApiError *err);
-/* The observation changed: a pool short of free space sweeps early. */
-void agent_gc_observed(Agent *a);
 json_object *agent_gc_json(Agent *a);
-void agent_gc_metrics(Agent *a, MetricsWriter *w);
 
 /* agent-check.c */
 /* POST /v1/check: the content pool's check now (every stub against the
  * pool). Returns 1 (op goes on) or <0 with err set. */
 int agent_check_run(Agent *a, ApiOperation *op, ApiError *err);
-void agent_check_stop(Agent *a);
 
 /* agent-probe.c */
-int agent_flush_probe_start(Agent *a);
-/* Stops probing (a reload starts it again); the samples stay. */
-void agent_flush_probe_stop(Agent *a);
-/* ... and the samples go too (the agent is going away). */
-void agent_flush_probe_free(Agent *a);
-void agent_flush_probe_metrics(Agent *a, MetricsWriter *w);
 FlushProbe *agent_flush_probe_find(Agent *a, const char *volume);
 /* A workspace's daemon's own figures, or NULL (never read). */
 const DaemonStats *agent_daemon_stats(Agent *a, const char *id);
@@ -318,8 +339,6 @@ int agent_workspace_spawn(Agent *a, const WorkspaceRecord *w);
 /* Why the workspace's daemon may not start now (its state volume or a
  * content shard out of service), worded into buf; NULL when it may. */
 const char *agent_workspace_blocker(Agent *a, const char *id, char *buf, size_t size);
-/* The observation changed: blocked workspaces whose volumes are back start. */
-void agent_workspaces_volumes_changed(Agent *a);
 struct PlaceContext;
 /* The placement context over the cached observation (no device touched). */
 void agent_place_context(Agent *a, struct PlaceContext *ret);
@@ -332,14 +351,6 @@ int agent_workspace_remove(Agent *a, const char *id, bool destroy, ApiOperation 
 int agent_workspace_restart(Agent *a, const char *id, ApiOperation *op, ApiError *err);
 /* The workspace's API object. */
 json_object *agent_workspace_json(Agent *a, const WorkspaceRecord *w);
-
-/* agent-vdo.c: vdo-xfs volumes (periodic fstrim in a child; mode changes
- * are logged from the observation). */
-int agent_vdo_start(Agent *a);
-void agent_vdo_stop(Agent *a);
-void agent_vdo_observed(Agent *a);
-void agent_vdo_volume_json(Agent *a, const VolumeObservation *v, json_object *o);
-void agent_vdo_metrics(Agent *a, MetricsWriter *w);
 
 /* agent-api.c */
 extern const ApiOps agent_api_ops;
