@@ -8,23 +8,38 @@
  * (src/engine/worker.h) whose exit is an event, and the API serves a
  * cached observation.
  *
+ * The core:
  *   agent.c             lifecycle: start, signals, reload, stop, sd_notify;
- *                       events (agent_event, into the API's event ring)
+ *                       the module table (agent_modules[]); events
+ *                       (agent_event, into the API's event ring); the
+ *                       problems (capacity_problems) and the metrics
  *   agent-jobs.c        the volume jobs: workers, one per volume at a time,
  *                       their record changes saved here, results merged
  *   agent-volumes.c     the cached observation (refreshed on mountinfo
- *                       changes, job results and a timer), volume health
- *   agent-probe.c       the flush probe (a worker every interval)
+ *                       changes, job results and a timer; merged by
+ *                       engine_merge_observation), a volume's API object
+ *   agent-api.c         the API's route table: each handler hands over
+ *                       to the core or to a module's operation
+ *
+ * The modules: each defines one AgentModule row (start, layout_changed,
+ * stop, free, observed, volume_json, metrics, problems), which is how the
+ * core calls it; its state is its own, behind an opaque pointer in Agent.
+ *   agent-capacity.c    full volumes: growth jobs, the fast capacity watch,
+ *                       each volume's health, its findings and their
+ *                       transitions (logged, sent as events)
+ *   agent-probe.c       the flush probe (a worker every interval), the
+ *                       daemons' own figures
  *   agent-workspaces.c  placement, carving on demand, supervision; the
  *                       create / remove / restart operations
- *   agent-api.c         the API's handlers: JSON views, metrics
- *   agent-capacity.c    full volumes: growth jobs, the fast capacity watch,
- *                       each volume's health and its findings
  *   agent-gc.c          the content pool's sweep (a child), on a timer, when
  *                       the pool runs low, and on POST /v1/gc
+ *   agent-check.c       the content pool's check (POST /v1/check)
  *   agent-cgroups.c     a systemd scope (cgroup) per daemon, with limits;
  *                       its CPU, memory, I/O and pressure
  *   agent-vdo.c         vdo-xfs: periodic fstrim, mode changes logged
+ * Some modules still call another's functions directly (capacity reads
+ * the probe's figures, workspaces capacity's, the cgroups' and the
+ * probe's, the check the sweep's pool arguments): see docs/architecture.md.
  *
  * The record (src/state) is owned here (engine->record) and saved after
  * every change; workers hand their changes over (agent-jobs.c).
