@@ -20,13 +20,6 @@ static json_object *jstr(const char *s) {
     return s ? json_object_new_string(s) : NULL;
 }
 
-void agent_event(Agent *a, const char *type, json_object *fields) {
-    if (a->api)
-        (void) api_event_emit(a->api, type, fields);
-    else
-        json_object_put(fields);
-}
-
 static int h_volumes(void *userdata, ApiCall *call) {
     Agent *a = userdata;
     const Observation *obs = a->engine->observation;
@@ -119,115 +112,8 @@ static int h_reload(void *userdata, ApiCall *call) {
     return 1;
 }
 
-/* Problems an operator must see, each naming what it is about, how bad
- * (level: warning, degraded, failed), a stable code and what to do. The
- * agent's health is the worst level (ok when there is none). */
-static json_object *problems(Agent *a, VolumeHealth *ret_health) {
-    json_object *arr = json_object_new_array();
-    VolumeHealth worst = VOLUME_HEALTH_OK;
-#define PROBLEM(key, name, level, code, ...)                                    \
-    do {                                                                        \
-        json_object *_p = json_object_new_object();                             \
-        _cleanup_free_ char *_m = NULL;                                         \
-        if (asprintf(&_m, __VA_ARGS__) < 0)                                     \
-            _m = NULL;                                                          \
-        if (key)                                                                \
-            J_ADD(_p, key, jstr(name));                                         \
-        J_ADD(_p, "level", jstr(volume_health_to_string(level)));               \
-        J_ADD(_p, "code", jstr(code));                                          \
-        J_ADD(_p, "message", jstr(_m));                                         \
-        json_object_array_add(arr, _p);                                         \
-        worst = MAX(worst, (level));                                            \
-    } while (0)
-
-    for (size_t i = 0; i < a->n_volume_states; i++) {
-        const VolumeState *s = &a->volume_states[i];
-        const VolumeObservation *v = agent_volume(a, s->name);
-        if (!v || (!v->declared && !state_record_find_volume(agent_record(a), v->name)))
-            continue;
-        for (size_t k = 0; k < s->assessment.n; k++) {
-            const VolumeFinding *f = &s->assessment.findings[k];
-            PROBLEM("volume", s->name, f->level, f->code, "%s", f->message);
-        }
-    }
-    for (size_t i = 0; a->volume_results && i < a->volume_results->n_volumes; i++) {
-        const ApplyVolumeResult *v = &a->volume_results->volumes[i];
-        if (v->outcome == APPLY_OUTCOME_REFUSED && !agent_volume(a, v->volume))
-            PROBLEM("volume", v->volume, VOLUME_HEALTH_DEGRADED, v->reason ?: "refused",
-                    "%s was refused and is not used: %s", v->volume, v->message ?: "?");
-        for (char **n = v->notes; n && *n; n++)
-            PROBLEM("volume", v->volume, VOLUME_HEALTH_WARNING, "note", "%s: %s", v->volume, *n);
-        /* A refusal that leaves the volume in service (a shrink): the
-         * layout asks for something that was not done. */
-        for (size_t k = 0; k < v->n_steps; k++)
-            if (v->steps[k].kind == PLAN_STEP_REFUSE && v->outcome != APPLY_OUTCOME_REFUSED)
-                PROBLEM("volume", v->volume, VOLUME_HEALTH_WARNING, "refused-change", "%s",
-                        v->steps[k].description);
-    }
-    size_t n = a->supervisor ? supervisor_count(a->supervisor) : 0;
-    for (size_t i = 0; i < n; i++) {
-        WorkspaceStatus st;
-        if (supervisor_get_status_by_index(a->supervisor, i, &st) < 0)
-            continue;
-        if (st.state == SUPERVISOR_FAILED)
-            PROBLEM("workspace", st.id, VOLUME_HEALTH_FAILED, "crash-loop",
-                    "%s: the FUSE daemon hit its crash-loop limit; `layoutctl restart %s` brings it back", st.id,
-                    st.id);
-        else if (st.state == SUPERVISOR_BACKOFF)
-            PROBLEM("workspace", st.id, VOLUME_HEALTH_DEGRADED, "backoff",
-                    "%s: the FUSE daemon died and is restarted after a backoff", st.id);
-        const DaemonStats *ds = agent_daemon_stats(a, st.id);
-        if (ds && ds->known && ds->objects_missing > 0)
-            PROBLEM("workspace", st.id, VOLUME_HEALTH_DEGRADED, "objects-missing",
-                    "%s: %" PRIu64 " object(s) its files reference are missing from the content pool (%s%s): those "
-                    "files read as I/O errors, their references are kept; restore the pool, and `layoutctl check` "
-                    "lists every file",
-                    st.id, ds->objects_missing, ds->missing && ds->missing[0] ? "one is " : "",
-                    ds->missing && ds->missing[0] ? ds->missing[0] : "digests unknown");
-        if (st.state == SUPERVISOR_BLOCKED) {
-            char why[512];
-            const char *b = agent_workspace_blocker(a, st.id, why, sizeof why);
-            PROBLEM("workspace", st.id, VOLUME_HEALTH_DEGRADED, "blocked",
-                    "%s: not started while %s; it starts by itself once the volume is back in service", st.id,
-                    b ?: "its volumes were out of service");
-        }
-    }
-    /* The host filesystem under the backing files: sparse files promise
-     * more than they hold, and something else may take the rest. */
-    const Observation *ho = a->engine->observation;
-    if (ho && ho->has_backing_free) {
-        char f[16], pr[16], rs[16];
-        uint64_t promised = capacity_host_promised(ho);
-        const Pool *sp = layout_pool(agent_layout(a), POOL_STATE);
-        GrowthPolicy dflt = { .host_reserve_percent = 5 };
-        uint64_t reserve = capacity_host_reserve(sp && sp->growth.enabled ? &sp->growth : &dflt, ho);
-        if (ho->backing_free < promised)
-            PROBLEM("host", agent_layout(a)->root, VOLUME_HEALTH_DEGRADED, "host-overcommitted",
-                    "the filesystem under %s/images has %s free, less than the %s its sparse backing files may "
-                    "still claim: writes inside the volumes will fail with I/O errors; free space on it now",
-                    agent_layout(a)->root, format_bytes(f, sizeof f, ho->backing_free),
-                    format_bytes(pr, sizeof pr, promised));
-        else if (ho->backing_free - promised < reserve)
-            PROBLEM("host", agent_layout(a)->root, VOLUME_HEALTH_WARNING, "host-low",
-                    "the filesystem under %s/images has %s free beyond what the backing files may claim, under "
-                    "the %s reserve: volumes neither grow nor are carved; free space on it",
-                    agent_layout(a)->root, format_bytes(f, sizeof f, ho->backing_free - promised),
-                    format_bytes(rs, sizeof rs, reserve));
-    }
-    int save_error = record_saver_last_error(a->saver);
-    if (save_error < 0)
-        PROBLEM("host", agent_layout(a)->root, VOLUME_HEALTH_DEGRADED, "record-unsaved",
-                "the state record %s could not be saved: %s; the latest changes are in memory only until a "
-                "save succeeds (an agent restart now would forget them)",
-                a->engine->record_path, strerror(-save_error));
-    if (a->last_reload_error)
-        PROBLEM(NULL, NULL, VOLUME_HEALTH_DEGRADED, "reload-refused",
-                "the last reload was refused; the previous layout keeps running: %s", a->last_reload_error);
-#undef PROBLEM
-    *ret_health = worst;
-    return arr;
-}
-
+/* The problems an operator must see (capacity_problems), from what the
+ * agent knows now. The agent's health is the worst level. */
 /* The agent's health: a failed volume or workspace makes the host
  * degraded, not failed (the rest serves). */
 static const char *agent_health_word(VolumeHealth h) {
@@ -294,7 +180,7 @@ static int h_status(void *userdata, ApiCall *call) {
     } else
         J_ADD(o, "last_reload_error", NULL);
     VolumeHealth worst;
-    json_object *p = problems(a, &worst);
+    json_object *p = agent_problems(a, &worst);
     J_ADD(o, "health", jstr(agent_health_word(worst)));
     J_ADD(o, "problems", p);
     J_ADD(o, "gc", agent_gc_json(a));
@@ -308,7 +194,7 @@ static int h_status(void *userdata, ApiCall *call) {
 static int h_health(void *userdata, ApiCall *call) {
     Agent *a = userdata;
     VolumeHealth worst;
-    json_object *p = problems(a, &worst);
+    json_object *p = agent_problems(a, &worst);
     bool ready = a->ready && !a->stopping, healthy = worst <= VOLUME_HEALTH_WARNING;
     call->reply = json_object_new_object();
     J_ADD(call->reply, "health", jstr(ready ? agent_health_word(worst) : a->stopping ? "stopping" : "starting"));
@@ -366,12 +252,8 @@ static int h_capacity(void *userdata, ApiCall *call) {
                 continue;
             size_t n = state_record_count_workspaces(record, v->name);
             workspaces += n;
-            const char *health = agent_volume_health(a, v, NULL);
-            bool takes = volume_observation_is_up(v) && v->has_statvfs &&
-                         (streq(health, "ok") || streq(health, "warning")) &&
-                         v->fs_avail + g >= p->workspace_reserve &&
-                         v->fs_inodes_free >= MIN(p->workspace_reserve_inodes, v->fs_inodes_free + 1);
-            if (takes && n < p->workspaces_per_volume) {
+            VolumeHealth health = volume_health_from_string(agent_volume_health(a, v, NULL));
+            if (capacity_volume_accepts(p, v, health, g) && n < p->workspaces_per_volume) {
                 free_slots += p->workspaces_per_volume - n;
                 accepting++;
             }
@@ -386,7 +268,7 @@ static int h_capacity(void *userdata, ApiCall *call) {
         if (role == POOL_STATE) {
             const char *limit = NULL;
             unsigned refused = refused_state_volumes(a);
-            unsigned carvable = agent_capacity_carvable(a, p, volumes, refused, &limit);
+            unsigned carvable = capacity_pool_carvable(p, obs, volumes, refused, &limit);
             free_slots += (uint64_t) carvable * p->workspaces_per_volume;
             J_ADD(o, "max_volumes", json_object_new_int64(p->max_volumes));
             J_ADD(o, "volumes_accepting", json_object_new_int64(accepting));
@@ -458,137 +340,7 @@ static int h_check(void *userdata, ApiCall *call) {
 }
 
 static int op_metrics(void *userdata, MetricsWriter *w, ApiError *err) {
-    Agent *a = userdata;
-    const Observation *obs = a->engine->observation;
-    StateRecord *record = agent_record(a);
-    Observation empty = {};
-
-    (void) metrics_writer_family(w, "layoutd_info", METRIC_GAUGE, "layoutd version and layout generation");
-    char gen[32];
-    snprintf(gen, sizeof gen, "%" PRIu64, a->generation);
-    (void) metrics_writer_sample(w, (const char *const[]) { "version", LAYOUTD_VERSION, "layout_hash",
-                                                            a->engine->layout_hash, "generation", gen, NULL },
-                                 1);
-    (void) metrics_writer_family(w, "layoutd_uptime_seconds", METRIC_GAUGE, "Seconds since the agent started");
-    (void) metrics_writer_sample(w, NULL, (double) (now_usec(CLOCK_MONOTONIC) - a->started_mono) / USEC_PER_SEC);
-    (void) metrics_writer_family(w, "layoutd_reload_error", METRIC_GAUGE, "1 when the last reload was refused");
-    (void) metrics_writer_sample(w, NULL, a->last_reload_error ? 1 : 0);
-    (void) metrics_writer_family(w, "layoutd_jobs", METRIC_GAUGE, "Volume jobs running or queued (workers)");
-    (void) metrics_writer_sample(w, NULL, (double) agent_jobs_count(a));
-    RecordSaverStats rs;
-    record_saver_stats(a->saver, &rs);
-    (void) metrics_writer_family(w, "layoutd_record_writes_total", METRIC_COUNTER,
-                                 "Writes of the state record (by the saver thread) since the agent started");
-    (void) metrics_writer_sample(w, NULL, (double) rs.writes);
-    (void) metrics_writer_family(w, "layoutd_record_write_failures_total", METRIC_COUNTER,
-                                 "Writes of the state record that failed since the agent started");
-    (void) metrics_writer_sample(w, NULL, (double) rs.failures);
-    (void) metrics_writer_family(w, "layoutd_record_write_max_seconds", METRIC_GAUGE,
-                                 "The longest write of the state record (write, fsync, rename, directory fsync) "
-                                 "since the agent started");
-    (void) metrics_writer_sample(w, NULL, (double) rs.max_write_usec / USEC_PER_SEC);
-    (void) metrics_writer_family(w, "layoutd_record_unsaved", METRIC_GAUGE,
-                                 "1 while the last write of the state record failed (changes are in memory only)");
-    (void) metrics_writer_sample(w, NULL, record_saver_last_error(a->saver) < 0 ? 1 : 0);
-
-    volume_report_metrics(obs ?: &empty, w);
-    (void) metrics_writer_family(w, "layoutd_volume_workspaces", METRIC_GAUGE,
-                                 "Active workspaces placed on the volume (its flush scope)");
-    for (size_t i = 0; obs && i < obs->n; i++) {
-        const VolumeObservation *v = &obs->volumes[i];
-        (void) metrics_writer_sample(w, (const char *const[]) { "volume", v->name, "pool", pool_role_to_string(v->role),
-                                                                "backend", backend_to_string(v->backend), NULL },
-                                     (double) state_record_count_workspaces(record, v->name));
-    }
-    (void) metrics_writer_family(w, "layoutd_volume_health", METRIC_GAUGE,
-                                 "1 for the volume's current health (ok, warning, degraded, failed)");
-    for (size_t i = 0; obs && i < obs->n; i++) {
-        const VolumeObservation *v = &obs->volumes[i];
-        const char *h = agent_volume_health(a, v, NULL);
-        for (VolumeHealth k = 0; k < _VOLUME_HEALTH_MAX; k++)
-            (void) metrics_writer_sample(w, (const char *const[]) { "volume", v->name, "health",
-                                                                    volume_health_to_string(k), NULL },
-                                         streq(h, volume_health_to_string(k)));
-    }
-    (void) metrics_writer_family(w, "layoutd_volume_problem", METRIC_GAUGE,
-                                 "1 for each finding on the volume (code), at its level");
-    for (size_t i = 0; i < a->n_volume_states; i++) {
-        const VolumeState *st = &a->volume_states[i];
-        for (size_t k = 0; k < st->assessment.n; k++)
-            (void) metrics_writer_sample(w, (const char *const[]) { "volume", st->name, "code",
-                                                                    st->assessment.findings[k].code, "level",
-                                                                    volume_health_to_string(
-                                                                            st->assessment.findings[k].level),
-                                                                    NULL },
-                                         1);
-    }
-    agent_capacity_metrics(a, w);
-    agent_gc_metrics(a, w);
-    agent_cgroups_metrics(a, w);
-    agent_vdo_metrics(a, w);
-    (void) metrics_writer_family(w, "layoutd_volume_flush_probe_seconds", METRIC_HISTOGRAM,
-                                 "Time to write and fsync a fresh 4 KiB file on the volume (its flush cost)");
-    for (size_t i = 0; i < a->n_probes; i++) {
-        const FlushProbe *p = &a->probes[i];
-        (void) metrics_histogram_write(&p->histogram, w, (const char *const[]) { "volume", p->volume, NULL });
-    }
-    (void) metrics_writer_family(w, "layoutd_volume_flush_probe_error", METRIC_GAUGE,
-                                 "errno of the latest flush probe of the volume (0: it worked)");
-    for (size_t i = 0; i < a->n_probes; i++)
-        (void) metrics_writer_sample(w, (const char *const[]) { "volume", a->probes[i].volume, NULL },
-                                     a->probes[i].last_error);
-
-    size_t n = a->supervisor ? supervisor_count(a->supervisor) : 0;
-    WorkspaceStatus *sts = calloc(MAX(n, 1u), sizeof(WorkspaceStatus));
-    if (!sts)
-        return -ENOMEM;
-    size_t m = 0;
-    for (size_t i = 0; i < n; i++)
-        if (supervisor_get_status_by_index(a->supervisor, i, &sts[m]) >= 0)
-            m++;
-    (void) metrics_writer_family(w, "layoutd_workspace_up", METRIC_GAUGE,
-                                 "1 when the workspace's FUSE daemon is running and mounted");
-    for (size_t i = 0; i < m; i++) {
-        const WorkspaceRecord *rec = state_record_find_workspace(record, sts[i].id);
-        (void) metrics_writer_sample(w, (const char *const[]) { "workspace", sts[i].id, "volume",
-                                                                rec && rec->volume ? rec->volume : "", NULL },
-                                     sts[i].state == SUPERVISOR_RUNNING);
-    }
-    (void) metrics_writer_family(w, "layoutd_workspace_restarts_total", METRIC_COUNTER,
-                                 "Restarts of the workspace's FUSE daemon");
-    for (size_t i = 0; i < m; i++)
-        (void) metrics_writer_sample(w, (const char *const[]) { "workspace", sts[i].id, NULL }, sts[i].restarts);
-    (void) metrics_writer_family(w, "layoutd_workspace_state", METRIC_GAUGE,
-                                 "1 for the workspace's current supervision state");
-    for (size_t i = 0; i < m; i++)
-        (void) metrics_writer_sample(w, (const char *const[]) { "workspace", sts[i].id, "state",
-                                                                supervisor_state_to_string(sts[i].state), NULL },
-                                     1);
-    (void) metrics_writer_family(w, "layoutd_workspace_flush_scope", METRIC_GAUGE,
-                                 "Workspaces sharing this workspace's volume, itself included");
-    for (size_t i = 0; i < m; i++) {
-        const WorkspaceRecord *rec = state_record_find_workspace(record, sts[i].id);
-        if (rec && rec->volume)
-            (void) metrics_writer_sample(w, (const char *const[]) { "workspace", sts[i].id, NULL },
-                                         (double) state_record_count_workspaces(record, rec->volume));
-    }
-    (void) metrics_writer_family(w, "layoutd_workspace_objects_missing", METRIC_GAUGE,
-                                 "Objects the workspace's files reference that the content pool lacks (its daemon's "
-                                 "count); those files read as I/O errors");
-    for (size_t i = 0; i < m; i++) {
-        const DaemonStats *ds = agent_daemon_stats(a, sts[i].id);
-        if (ds && ds->known)
-            (void) metrics_writer_sample(w, (const char *const[]) { "workspace", sts[i].id, NULL },
-                                         (double) ds->objects_missing);
-    }
-    free(sts);
-    (void) metrics_writer_family(w, "layoutd_workspace_creates_total", METRIC_COUNTER,
-                                 "Workspace creations asked through the API");
-    (void) metrics_writer_sample(w, NULL, (double) a->api_creates);
-    (void) metrics_writer_family(w, "layoutd_workspace_create_failures_total", METRIC_COUNTER,
-                                 "Workspace creations refused or failed");
-    (void) metrics_writer_sample(w, NULL, (double) a->api_create_failures);
-    return 0;
+    return agent_metrics(userdata, w);
 }
 
 const ApiOps agent_api_ops = {

@@ -31,26 +31,61 @@
 
 /* ---- per-volume state ---------------------------------------------------- */
 
-VolumeState *agent_volume_state(Agent *a, const char *name) {
-    for (size_t i = 0; i < a->n_volume_states; i++)
-        if (streq(a->volume_states[i].name, name))
-            return &a->volume_states[i];
+/* What the agent knows of a volume beyond its observation. */
+typedef struct VolumeState {
+    char *name;
+    VolumeAssessment assessment; /* the latest health and its findings */
+    bool reported;               /* `reported_health` was logged and sent */
+    VolumeHealth reported_health;
+    GrowthDecision growth;       /* the latest growth decision */
+    const char *refusal_logged;  /* the growth refusal reason last logged */
+    bool growing;                /* a grow job is queued or running */
+    usec_t retry_at;             /* CLOCK_MONOTONIC: no grow before (backoff) */
+    unsigned failures;           /* grows failed in a row */
+    char *growth_error;          /* why the last grow failed, or NULL */
+    uint64_t grows, grow_failures; /* counters since the agent started */
+    uint64_t grown_bytes;
+} VolumeState;
+
+struct AgentCapacity {
+    VolumeState *states;         /* per observed volume */
+    size_t n_states;
+    GrowthEnv growth_env;        /* what growth may do here (capabilities) */
+    sd_event_source *timer;      /* starts and stops the fast watch */
+    Worker *watcher;             /* the watch worker (WORKER_OP_WATCH) */
+    char **watch_paths;          /* the mount paths it samples */
+    bool watch_near;             /* a volume is near a threshold */
+    bool watch_ended;            /* the watch worker exited on its own */
+    usec_t watch_quiet_since;    /* CLOCK_MONOTONIC: no volume near since */
+};
+
+static VolumeState *agent_volume_state(Agent *a, const char *name) {
+    AgentCapacity *c = a->capacity;
+    for (size_t i = 0; c && i < c->n_states; i++)
+        if (streq(c->states[i].name, name))
+            return &c->states[i];
     return NULL;
 }
 
+const VolumeAssessment *agent_capacity_assessment(Agent *a, const char *volume) {
+    const VolumeState *s = agent_volume_state(a, volume);
+    return s ? &s->assessment : NULL;
+}
+
 static VolumeState *state_get(Agent *a, const char *name) {
+    AgentCapacity *c = a->capacity;
     VolumeState *s = agent_volume_state(a, name);
     if (s)
         return s;
-    VolumeState *t = realloc(a->volume_states, sizeof(*t) * (a->n_volume_states + 1));
+    VolumeState *t = realloc(c->states, sizeof(*t) * (c->n_states + 1));
     if (!t)
         return NULL;
-    a->volume_states = t;
-    s = &t[a->n_volume_states];
+    c->states = t;
+    s = &t[c->n_states];
     *s = (VolumeState) { .name = strdup(name) };
     if (!s->name)
         return NULL;
-    a->n_volume_states++;
+    c->n_states++;
     return s;
 }
 
@@ -64,16 +99,17 @@ static void state_done(VolumeState *s) {
 /* Volumes no longer observed (torn down, or dropped from the layout) are
  * forgotten, unless a grow of theirs is still running. */
 static void states_prune(Agent *a) {
+    AgentCapacity *c = a->capacity;
     size_t o = 0;
-    for (size_t i = 0; i < a->n_volume_states; i++) {
-        VolumeState *s = &a->volume_states[i];
+    for (size_t i = 0; i < c->n_states; i++) {
+        VolumeState *s = &c->states[i];
         if (!s->growing && !agent_volume(a, s->name)) {
             state_done(s);
             continue;
         }
-        a->volume_states[o++] = *s;
+        c->states[o++] = *s;
     }
-    a->n_volume_states = o;
+    c->n_states = o;
 }
 
 /* ---- growth -------------------------------------------------------------- */
@@ -159,9 +195,10 @@ static int grow_start(Agent *a, VolumeState *s, const GrowthDecision *d) {
 }
 
 static void decide(Agent *a, VolumeState *s, const VolumeObservation *v) {
+    AgentCapacity *c = a->capacity;
     const Pool *p = v->declared ? layout_pool(agent_layout(a), v->role) : NULL;
     GrowthDecision d;
-    if (capacity_growth_decide(p, v, a->engine->observation, &a->growth_env, &d) < 0) {
+    if (capacity_growth_decide(p, v, a->engine->observation, &c->growth_env, &d) < 0) {
         log_oom();
         return;
     }
@@ -227,57 +264,25 @@ static bool is_near(Agent *a, const VolumeObservation *v, const VolumeState *s) 
     return u.percent + NEAR_POINTS >= at;
 }
 
-void agent_capacity_merge_statfs(Agent *a, json_object *list) {
-    Observation *o = a->engine->observation;
-    if (!o || !list || !json_object_is_type(list, json_type_array))
-        return;
-    /* Matched by mount path: the observation may have been replaced
-     * since the worker started. */
-    for (size_t i = 0; i < json_object_array_length(list); i++) {
-        json_object *e = json_object_array_get_idx(list, i), *x;
-        const char *path = json_object_object_get_ex(e, "path", &x) ? json_object_get_string(x) : NULL;
-        if (!json_object_object_get_ex(e, "statfs_error", &x))
-            continue;
-        int err = json_object_get_int(x);
-        for (size_t k = 0; path && k < o->n; k++) {
-            VolumeObservation *v = &o->volumes[k];
-            if (!streq_ptr(v->mount_path, path) || !volume_observation_is_up(v))
-                continue;
-            v->statvfs_error = err;
-            if (err)
-                break;
-            v->has_statvfs = true;
-#define GET(field) v->field = json_object_object_get_ex(e, #field, &x) ? json_object_get_uint64(x) : v->field
-            GET(fs_size);
-            GET(fs_used);
-            GET(fs_avail);
-            GET(fs_inodes);
-            GET(fs_inodes_free);
-#undef GET
-            v->fs_read_only = json_object_object_get_ex(e, "fs_read_only", &x) && json_object_get_boolean(x);
-            break;
-        }
-    }
-}
-
 static void on_watch_sample(Worker *w, json_object *sample, void *userdata) {
     Agent *a = userdata;
-    agent_capacity_merge_statfs(a, json_object_object_get(sample, "statfs"));
+    agent_volumes_merge_statfs(a, json_object_object_get(sample, "statfs"));
     agent_volumes_changed(a);
 }
 
 static void on_watch_done(Worker *w, int error, const char *message, ApplyResult *res, Observation *obs,
                           json_object *extra, void *userdata) {
     Agent *a = userdata;
+    AgentCapacity *c = a->capacity;
     if (error < 0)
         log_warning("capacity watch ended: %s", message ?: strerror(-error));
     apply_result_free(res);
     observation_free(obs);
     json_object_put(extra);
     /* Not freed here (we are inside its callback): the timer does it. */
-    a->watch_ended = true;
-    (void) sd_event_source_set_time_relative(a->capacity_timer, WATCH_RESTART_DELAY);
-    (void) sd_event_source_set_enabled(a->capacity_timer, SD_EVENT_ONESHOT);
+    c->watch_ended = true;
+    (void) sd_event_source_set_time_relative(c->timer, WATCH_RESTART_DELAY);
+    (void) sd_event_source_set_enabled(c->timer, SD_EVENT_ONESHOT);
 }
 
 /* The mount paths the watch covers: every volume in service. */
@@ -294,14 +299,16 @@ static char **watch_paths(Agent *a) {
 }
 
 static void watch_stop(Agent *a) {
-    if (a->capacity_watcher)
+    AgentCapacity *c = a->capacity;
+    if (c->watcher)
         log_debug("capacity watch: stopped (no volume near a threshold)");
-    a->capacity_watcher = worker_free(a->capacity_watcher);
-    a->watch_paths = strv_free(a->watch_paths);
-    a->watch_ended = false;
+    c->watcher = worker_free(c->watcher);
+    c->watch_paths = strv_free(c->watch_paths);
+    c->watch_ended = false;
 }
 
 static int watch_start(Agent *a, char **paths) {
+    AgentCapacity *c = a->capacity;
     json_object *args = json_object_new_object(), *arr = json_object_new_array();
     json_object_object_add(args, "paths", arr);
     json_object_object_add(args, "interval_ms", json_object_new_int((int) (WATCH_INTERVAL / USEC_PER_MSEC)));
@@ -309,12 +316,12 @@ static int watch_start(Agent *a, char **paths) {
         json_object_array_add(arr, json_object_new_string(*p));
     WorkerRequest req = { .op = WORKER_OP_WATCH, .layout = agent_layout(a), .record = agent_record(a), .args = args };
     WorkerCallbacks cb = { .on_sample = on_watch_sample, .on_done = on_watch_done };
-    int r = worker_start(a->event, AGENT_SELF_EXE, &req, &cb, a, &a->capacity_watcher);
+    int r = worker_start(a->event, AGENT_SELF_EXE, &req, &cb, a, &c->watcher);
     json_object_put(args);
     if (r < 0)
         return r;
-    a->watch_paths = paths;
-    log_debug("capacity watch: started (pid %d, every %llu ms)", (int) worker_pid(a->capacity_watcher),
+    c->watch_paths = paths;
+    log_debug("capacity watch: started (pid %d, every %llu ms)", (int) worker_pid(c->watcher),
               (unsigned long long) (WATCH_INTERVAL / USEC_PER_MSEC));
     return 0;
 }
@@ -323,21 +330,22 @@ static int watch_start(Agent *a, char **paths) {
  * on the timer, never from inside the watch's own callbacks. */
 static int on_watch_timer(sd_event_source *s, uint64_t usec, void *userdata) {
     Agent *a = userdata;
+    AgentCapacity *c = a->capacity;
     usec_t now = now_usec(CLOCK_MONOTONIC);
-    if (a->watch_ended)
+    if (c->watch_ended)
         watch_stop(a);
-    if (!a->watch_near && (a->stopping || now - a->watch_quiet_since >= WATCH_LINGER)) {
+    if (!c->watch_near && (a->stopping || now - c->watch_quiet_since >= WATCH_LINGER)) {
         watch_stop(a);
         return 0;
     }
-    if (!a->watch_near) {
+    if (!c->watch_near) {
         /* Quiet for now: stop once it stayed quiet a while. */
-        (void) sd_event_source_set_time(s, a->watch_quiet_since + WATCH_LINGER);
+        (void) sd_event_source_set_time(s, c->watch_quiet_since + WATCH_LINGER);
         (void) sd_event_source_set_enabled(s, SD_EVENT_ONESHOT);
         return 0;
     }
     char **paths = watch_paths(a);
-    if (a->capacity_watcher && strv_equal((const char *const *) paths, (const char *const *) a->watch_paths)) {
+    if (c->watcher && strv_equal((const char *const *) paths, (const char *const *) c->watch_paths)) {
         strv_free(paths);
         return 0;
     }
@@ -351,22 +359,65 @@ static int on_watch_timer(sd_event_source *s, uint64_t usec, void *userdata) {
 }
 
 static void watch_schedule(Agent *a, bool near) {
-    if (!a->capacity_timer)
+    AgentCapacity *c = a->capacity;
+    if (!c->timer)
         return;
-    if (near == a->watch_near && (!near || a->capacity_watcher))
+    if (near == c->watch_near && (!near || c->watcher))
         return; /* nothing to change (the paths are checked on the timer) */
-    if (!near && a->watch_near)
-        a->watch_quiet_since = now_usec(CLOCK_MONOTONIC);
-    a->watch_near = near;
-    (void) sd_event_source_set_time_relative(a->capacity_timer, 0);
-    (void) sd_event_source_set_enabled(a->capacity_timer, SD_EVENT_ONESHOT);
+    if (!near && c->watch_near)
+        c->watch_quiet_since = now_usec(CLOCK_MONOTONIC);
+    c->watch_near = near;
+    (void) sd_event_source_set_time_relative(c->timer, 0);
+    (void) sd_event_source_set_enabled(c->timer, SD_EVENT_ONESHOT);
 }
 
 /* ---- the pass over every volume ----------------------------------------- */
 
-void agent_capacity_observed(Agent *a) {
+static int health_priority(VolumeHealth h) {
+    switch (h) {
+    case VOLUME_HEALTH_OK:
+        return LOG_NOTICE;
+    case VOLUME_HEALTH_FAILED:
+        return LOG_ERR;
+    default:
+        return LOG_WARNING;
+    }
+}
+
+/* A change of a volume's health is logged and sent as an event. */
+static void report_health(Agent *a) {
+    AgentCapacity *c = a->capacity;
+    for (size_t i = 0; i < c->n_states; i++) {
+        VolumeState *s = &c->states[i];
+        VolumeHealth h = s->assessment.health;
+        const char *problem = s->assessment.n > 0 ? s->assessment.findings[0].message : NULL;
+        if ((s->reported && s->reported_health == h) || (!s->reported && h == VOLUME_HEALTH_OK)) {
+            s->reported = true;
+            s->reported_health = h;
+            continue;
+        }
+        const char *before = s->reported ? volume_health_to_string(s->reported_health) : NULL;
+        log_volume(health_priority(h), s->name, h >= VOLUME_HEALTH_DEGRADED ? LAYOUTD_MESSAGE_VOLUME_DEGRADED : NULL,
+                   "volume %s: health %s -> %s%s%s", s->name, before ?: "unknown", volume_health_to_string(h),
+                   problem ? ": " : "", problem ?: "");
+        json_object *f = json_object_new_object();
+        json_object_object_add(f, "volume", json_object_new_string(s->name));
+        json_object_object_add(f, "from", before ? json_object_new_string(before) : NULL);
+        json_object_object_add(f, "to", json_object_new_string(volume_health_to_string(h)));
+        json_object_object_add(f, "problem", problem ? json_object_new_string(problem) : NULL);
+        json_object_object_add(f, "code", s->assessment.n > 0 ? json_object_new_string(s->assessment.findings[0].code)
+                                                              : NULL);
+        agent_event(a, "volume.health", f);
+        s->reported = true;
+        s->reported_health = h;
+    }
+}
+
+static void capacity_observed(Agent *a) {
     const Observation *o = a->engine->observation;
     bool near = false;
+    if (!a->capacity)
+        return;
     for (size_t i = 0; o && i < o->n; i++) {
         const VolumeObservation *v = &o->volumes[i];
         VolumeState *s = state_get(a, v->name);
@@ -380,6 +431,7 @@ void agent_capacity_observed(Agent *a) {
     }
     states_prune(a);
     watch_schedule(a, near && !a->stopping);
+    report_health(a);
 }
 
 /* The capabilities missing from the effective set: an online grow whose
@@ -394,61 +446,63 @@ static uint64_t missing_capabilities(void) {
     return ~have;
 }
 
-int agent_capacity_start(Agent *a) {
-    a->growth_env.missing_capabilities = missing_capabilities();
+static int capacity_start(Agent *a) {
+    if (!a->capacity && !(a->capacity = calloc(1, sizeof(AgentCapacity))))
+        return log_oom();
+    AgentCapacity *c = a->capacity;
+    c->growth_env.missing_capabilities = missing_capabilities();
     for (size_t i = 0; i < _FS_TYPE_MAX; i++)
-        if (!fs_type_can_grow(&fs_types[i], a->growth_env.missing_capabilities))
+        if (!fs_type_can_grow(&fs_types[i], c->growth_env.missing_capabilities))
             log_info("No %s: %s volumes cannot grow online here (growth of their pools is refused)",
                      fs_types[i].grow.capability_name ?: "capability", fs_types[i].display_name);
-    int r = sd_event_add_time_relative(a->event, &a->capacity_timer, CLOCK_MONOTONIC, 0, 10 * USEC_PER_MSEC,
+    int r = sd_event_add_time_relative(a->event, &c->timer, CLOCK_MONOTONIC, 0, 10 * USEC_PER_MSEC,
                                        on_watch_timer, a);
+    if (r >= 0)
+        r = sd_event_source_set_enabled(c->timer, SD_EVENT_OFF);
     if (r < 0)
-        return r;
-    return sd_event_source_set_enabled(a->capacity_timer, SD_EVENT_OFF);
+        log_warning_errno(r, "Cannot set up the capacity watch, growth follows the 10 s observation only: %m");
+    return r;
 }
 
-void agent_capacity_stop(Agent *a) {
-    a->capacity_timer = sd_event_source_disable_unref(a->capacity_timer);
+static void capacity_free(Agent *a) {
+    AgentCapacity *c = a->capacity;
+    if (!c)
+        return;
+    c->timer = sd_event_source_disable_unref(c->timer);
     watch_stop(a);
-    for (size_t i = 0; i < a->n_volume_states; i++)
-        state_done(&a->volume_states[i]);
-    a->volume_states = mfree(a->volume_states);
-    a->n_volume_states = 0;
+    for (size_t i = 0; i < c->n_states; i++)
+        state_done(&c->states[i]);
+    free(c->states);
+    a->capacity = mfree(c);
 }
 
 /* ---- what placement and /v1/capacity count on ----------------------------- */
 
 uint64_t agent_capacity_growable(Agent *a, const VolumeObservation *v) {
+    AgentCapacity *c = a->capacity;
     const Pool *p = v->declared ? layout_pool(agent_layout(a), v->role) : NULL;
     const VolumeState *s = agent_volume_state(a, v->name);
     if (s && (s->growth.action == GROWTH_REFUSE || s->growth_error))
         return 0;
-    return capacity_growable(p, v, a->engine->observation, &a->growth_env);
+    return capacity_growable(p, v, a->engine->observation, c ? &c->growth_env : &(GrowthEnv) {});
 }
 
-unsigned agent_capacity_carvable(Agent *a, const Pool *p, unsigned existing, unsigned refused,
-                                 const char **ret_limit) {
-    const char *limit = "max_volumes";
-    unsigned taken = existing + refused;
-    unsigned n = p->max_volumes > taken ? p->max_volumes - taken : 0;
-    if (refused > 0 && p->max_volumes > existing && n < p->max_volumes - existing)
-        limit = "refused";
+static void capacity_metrics(Agent *a, MetricsWriter *w) {
+    AgentCapacity *c = a->capacity;
     const Observation *o = a->engine->observation;
-    const BackendTraits *t = backend_traits(p->backend);
-    if (t && t->has_device && p->volume_size > 0 && o && o->has_backing_free) {
-        uint64_t fit = capacity_host_carvable(p, o) / p->volume_size;
-        if (fit < n) {
-            n = (unsigned) fit;
-            limit = "host-space";
-        }
+    size_t n = c ? c->n_states : 0;
+    (void) metrics_writer_family(w, "layoutd_volume_problem", METRIC_GAUGE,
+                                 "1 for each finding on the volume (code), at its level");
+    for (size_t i = 0; i < n; i++) {
+        const VolumeState *st = &c->states[i];
+        for (size_t k = 0; k < st->assessment.n; k++)
+            (void) metrics_writer_sample(w, (const char *const[]) { "volume", st->name, "code",
+                                                                    st->assessment.findings[k].code, "level",
+                                                                    volume_health_to_string(
+                                                                            st->assessment.findings[k].level),
+                                                                    NULL },
+                                         1);
     }
-    if (ret_limit)
-        *ret_limit = limit;
-    return n;
-}
-
-void agent_capacity_metrics(Agent *a, MetricsWriter *w) {
-    const Observation *o = a->engine->observation;
     (void) metrics_writer_family(w, "layoutd_volume_used_ratio", METRIC_GAUGE,
                                  "Used share of the volume's bytes (as df counts) or inodes");
     for (size_t i = 0; o && i < o->n; i++) {
@@ -466,18 +520,18 @@ void agent_capacity_metrics(Agent *a, MetricsWriter *w) {
     }
     (void) metrics_writer_family(w, "layoutd_volume_grows_total", METRIC_COUNTER,
                                  "Online grows of the volume since the agent started");
-    for (size_t i = 0; i < a->n_volume_states; i++)
-        (void) metrics_writer_sample(w, (const char *const[]) { "volume", a->volume_states[i].name, NULL },
-                                     (double) a->volume_states[i].grows);
+    for (size_t i = 0; i < n; i++)
+        (void) metrics_writer_sample(w, (const char *const[]) { "volume", c->states[i].name, NULL },
+                                     (double) c->states[i].grows);
     (void) metrics_writer_family(w, "layoutd_volume_grow_failures_total", METRIC_COUNTER,
                                  "Grows of the volume that failed since the agent started");
-    for (size_t i = 0; i < a->n_volume_states; i++)
-        (void) metrics_writer_sample(w, (const char *const[]) { "volume", a->volume_states[i].name, NULL },
-                                     (double) a->volume_states[i].grow_failures);
+    for (size_t i = 0; i < n; i++)
+        (void) metrics_writer_sample(w, (const char *const[]) { "volume", c->states[i].name, NULL },
+                                     (double) c->states[i].grow_failures);
     (void) metrics_writer_family(w, "layoutd_volume_growth_refused", METRIC_GAUGE,
                                  "1 while the volume is past growth.threshold and cannot grow (reason)");
-    for (size_t i = 0; i < a->n_volume_states; i++) {
-        const VolumeState *s = &a->volume_states[i];
+    for (size_t i = 0; i < n; i++) {
+        const VolumeState *s = &c->states[i];
         if (s->growth.action == GROWTH_REFUSE)
             (void) metrics_writer_sample(w, (const char *const[]) { "volume", s->name, "reason", s->growth.reason,
                                                                     NULL },
@@ -489,3 +543,54 @@ void agent_capacity_metrics(Agent *a, MetricsWriter *w) {
     if (o && o->has_backing_free)
         (void) metrics_writer_sample(w, NULL, (double) capacity_host_headroom(o));
 }
+
+/* ---- what the API shows ----------------------------------------------------- */
+
+static void capacity_volume_json(Agent *a, const VolumeObservation *v, json_object *o) {
+    const Pool *pool = v->declared ? layout_pool(agent_layout(a), v->role) : NULL;
+    const VolumeState *vs = agent_volume_state(a, v->name);
+    json_object *gj = NULL;
+    if (pool && pool->growth.enabled) {
+        gj = json_object_new_object();
+        const char *st = !vs ? "idle"
+                         : vs->growing ? "growing"
+                         : vs->growth.action == GROWTH_REFUSE ? "refused"
+                         : vs->growth_error ? "failed"
+                                            : "idle";
+        json_object_object_add(gj, "state", json_object_new_string(st));
+        json_object_object_add(gj, "threshold_percent", json_object_new_int((int) pool->growth.threshold));
+        json_object_object_add(gj, "max_size_bytes", json_object_new_uint64(pool->growth.max_size));
+        json_object_object_add(gj, "refused_reason", vs && vs->growth.action == GROWTH_REFUSE
+                                                         ? json_object_new_string(vs->growth.reason)
+                                                         : NULL);
+        json_object_object_add(gj, "last_error", vs && vs->growth_error ? json_object_new_string(vs->growth_error)
+                                                                         : NULL);
+        json_object_object_add(gj, "grows", json_object_new_uint64(vs ? vs->grows : 0));
+        json_object_object_add(gj, "grown_bytes", json_object_new_uint64(vs ? vs->grown_bytes : 0));
+    }
+    json_object_object_add(o, "growth", gj);
+}
+
+static int capacity_problems_inputs(Agent *a, ProblemInputs *in) {
+    AgentCapacity *c = a->capacity;
+    if (!c)
+        return 0;
+    ProblemVolume *t = calloc(MAX(c->n_states, 1u), sizeof(ProblemVolume));
+    if (!t)
+        return -ENOMEM;
+    for (size_t i = 0; i < c->n_states; i++)
+        t[i] = (ProblemVolume) { .name = c->states[i].name, .assessment = &c->states[i].assessment };
+    in->volumes = t;
+    in->n_volumes = c->n_states;
+    return 0;
+}
+
+const AgentModule agent_capacity_module = {
+    .name = "capacity",
+    .start = capacity_start,
+    .free = capacity_free,
+    .observed = capacity_observed,
+    .volume_json = capacity_volume_json,
+    .metrics = capacity_metrics,
+    .problems = capacity_problems_inputs,
+};

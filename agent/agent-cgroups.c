@@ -133,7 +133,7 @@ void agent_cgroups_daemon_running(Agent *a, const char *id, pid_t pid) {
         place(a, w, pid, false);
 }
 
-void agent_cgroups_layout_changed(Agent *a) {
+static void cgroups_layout_changed(Agent *a) {
     AgentCgroups *c = a->cgroups;
     size_t n = a->supervisor ? supervisor_count(a->supervisor) : 0;
     if (!c || !c->scopes)
@@ -184,7 +184,7 @@ static int on_stats_timer(sd_event_source *s, uint64_t usec, void *userdata) {
     return 0;
 }
 
-int agent_cgroups_start(Agent *a) {
+static int cgroups_start_scopes(Agent *a) {
     AgentCgroups *c = calloc(1, sizeof(*c));
     if (!c)
         return -ENOMEM;
@@ -208,7 +208,7 @@ int agent_cgroups_start(Agent *a) {
     return r < 0 ? r : 0;
 }
 
-void agent_cgroups_stop(Agent *a) {
+static void cgroups_free(Agent *a) {
     AgentCgroups *c = a->cgroups;
     if (!c)
         return;
@@ -271,7 +271,7 @@ json_object *agent_cgroups_workspace_json(Agent *a, const char *id) {
     return o;
 }
 
-void agent_cgroups_metrics(Agent *a, MetricsWriter *w) {
+static void cgroups_metrics(Agent *a, MetricsWriter *w) {
     AgentCgroups *c = a->cgroups;
     if (!c || !c->scopes)
         return;
@@ -316,3 +316,18 @@ void agent_cgroups_metrics(Agent *a, MetricsWriter *w) {
                                          (double) res[k].usec / USEC_PER_SEC);
     }
 }
+
+static int cgroups_start(Agent *a) {
+    int r = cgroups_start_scopes(a);
+    if (r < 0)
+        log_warning_errno(r, "Cannot set up per-workspace cgroups, ignoring: %m");
+    return r;
+}
+
+const AgentModule agent_cgroups_module = {
+    .name = "cgroups",
+    .start = cgroups_start,
+    .layout_changed = cgroups_layout_changed,
+    .free = cgroups_free,
+    .metrics = cgroups_metrics,
+};

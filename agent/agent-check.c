@@ -179,7 +179,7 @@ int agent_check_run(Agent *a, ApiOperation *op, ApiError *err) {
     return 1;
 }
 
-void agent_check_stop(Agent *a) {
+static void check_free(Agent *a) {
     AgentCheck *k = a->check;
     if (!k)
         return;
@@ -192,3 +192,8 @@ void agent_check_stop(Agent *a) {
     free(k->last_line);
     a->check = mfree(a->check);
 }
+
+const AgentModule agent_check_module = {
+    .name = "check",
+    .free = check_free,
+};

@@ -320,7 +320,7 @@ static int on_gc_timer(sd_event_source *s, uint64_t usec, void *userdata) {
     return 0;
 }
 
-void agent_gc_observed(Agent *a) {
+static void gc_observed(Agent *a) {
     AgentGc *g = a->gc;
     const Pool *p = gc_pool(a);
     const Observation *o = a->engine->observation;
@@ -344,9 +344,11 @@ void agent_gc_observed(Agent *a) {
     }
 }
 
-int agent_gc_start(Agent *a) {
+static void gc_stop(Agent *a);
+
+static int gc_start_timer(Agent *a) {
     if (!gc_pool(a) || a->stopping) {
-        agent_gc_stop(a);
+        gc_stop(a);
         return 0;
     }
     if (!a->gc) {
@@ -363,7 +365,7 @@ int agent_gc_start(Agent *a) {
     return sd_event_add_time_relative(a->event, &a->gc->timer, CLOCK_MONOTONIC, 2 * USEC_PER_SEC, 0, on_gc_timer, a);
 }
 
-void agent_gc_stop(Agent *a) {
+static void gc_stop(Agent *a) {
     AgentGc *g = a->gc;
     if (!g)
         return;
@@ -406,7 +408,7 @@ json_object *agent_gc_json(Agent *a) {
     return o;
 }
 
-void agent_gc_metrics(Agent *a, MetricsWriter *w) {
+static void gc_metrics(Agent *a, MetricsWriter *w) {
     AgentGc *g = a->gc;
     if (!g)
         return;
@@ -431,3 +433,13 @@ void agent_gc_metrics(Agent *a, MetricsWriter *w) {
     (void) metrics_writer_family(w, "layoutd_gc_running", METRIC_GAUGE, "1 while a sweep runs");
     (void) metrics_writer_sample(w, NULL, g->child ? 1 : 0);
 }
+
+const AgentModule agent_gc_module = {
+    .name = "gc",
+    .when_up = true,
+    .start = gc_start_timer,
+    .stop = gc_stop,
+    .free = gc_stop,
+    .observed = gc_observed,
+    .metrics = gc_metrics,
+};

@@ -45,15 +45,46 @@ bool agent_jobs_busy(Agent *a, const char *volume) {
     return false;
 }
 
+/* When a job last ended on a volume (Agent.job_seq then). */
+struct JobEnded {
+    char *volume;
+    uint64_t seq;
+};
+
+static void job_ended_on(Agent *a, const char *volume) {
+    for (size_t i = 0; i < a->n_jobs_ended; i++)
+        if (streq(a->jobs_ended[i].volume, volume)) {
+            a->jobs_ended[i].seq = a->job_seq;
+            return;
+        }
+    JobEnded *t = realloc(a->jobs_ended, sizeof(*t) * (a->n_jobs_ended + 1));
+    if (!t)
+        return; /* a refresh may show it stale once: no worse */
+    a->jobs_ended = t;
+    t[a->n_jobs_ended] = (JobEnded) { .volume = strdup(volume), .seq = a->job_seq };
+    if (t[a->n_jobs_ended].volume)
+        a->n_jobs_ended++;
+}
+
 /* A job ended: its volumes' cached entries are newer than any observation
  * started before now (agent-volumes.c keeps them over such a one). */
 static void mark_job_seq(Agent *a, const VolumeJob *j, const ApplyResult *res) {
     a->job_seq++;
-    for (size_t i = 0; i < a->n_volume_states; i++) {
-        VolumeState *s = &a->volume_states[i];
-        if (!j->volume || streq(j->volume, s->name) || apply_result_find(res, s->name))
-            s->job_seq = a->job_seq;
-    }
+    if (!j->volume)
+        a->job_all_seq = a->job_seq;
+    else
+        job_ended_on(a, j->volume);
+    for (size_t i = 0; res && i < res->n_volumes; i++)
+        job_ended_on(a, res->volumes[i].volume);
+}
+
+bool agent_jobs_ended_since(Agent *a, const char *volume, uint64_t seq) {
+    if (a->job_all_seq > seq)
+        return true;
+    for (size_t i = 0; i < a->n_jobs_ended; i++)
+        if (streq(a->jobs_ended[i].volume, volume))
+            return a->jobs_ended[i].seq > seq;
+    return false;
 }
 
 size_t agent_jobs_count(Agent *a) {
@@ -174,26 +205,20 @@ static void log_result(const ApplyResult *res) {
 
 /* The job's observation replaces the cached entries of its volumes (of
  * all, for a job on all): another job may have changed the others since
- * this worker looked. */
+ * this worker looked, so their cached entries are kept. */
+typedef struct JobMerge {
+    const char *volume;
+    const ApplyResult *res;
+} JobMerge;
+
+static bool job_keeps_cached(const char *name, void *userdata) {
+    const JobMerge *m = userdata;
+    return !streq(name, m->volume) && !apply_result_find(m->res, name);
+}
+
 static void merge_observation(Agent *a, VolumeJob *j, Observation *obs, const ApplyResult *res) {
-    Engine *e = a->engine;
-    if (!obs)
-        return;
-    if (!j->volume || !e->observation) {
-        observation_free(e->observation);
-        e->observation = obs;
-        return;
-    }
-    for (size_t i = 0; i < obs->n; i++) {
-        VolumeObservation *v = &obs->volumes[i];
-        if (streq(v->name, j->volume) || apply_result_find(res, v->name) || !observation_find(e->observation, v->name))
-            (void) observation_put(e->observation, v);
-    }
-    e->observation->has_backing_free = obs->has_backing_free;
-    e->observation->backing_free = obs->backing_free;
-    e->observation->backing_size = obs->backing_size;
-    e->observation->taken_at = obs->taken_at;
-    observation_free(obs);
+    JobMerge m = { .volume = j->volume, .res = res };
+    (void) engine_merge_observation(a->engine, obs, !j->volume, j->volume ? job_keeps_cached : NULL, &m);
 }
 
 static void on_done(Worker *w, int error, const char *message, ApplyResult *res, Observation *obs, json_object *extra,
@@ -354,6 +379,10 @@ int agent_job_submit_full(Agent *a, const char *op, json_object *args, const cha
 
 void agent_jobs_abandon(Agent *a) {
     a->jobs_start = sd_event_source_disable_unref(a->jobs_start);
+    for (size_t i = 0; i < a->n_jobs_ended; i++)
+        free(a->jobs_ended[i].volume);
+    a->jobs_ended = mfree(a->jobs_ended);
+    a->n_jobs_ended = 0;
     while (a->jobs) {
         VolumeJob *j = a->jobs;
         a->jobs = j->next;

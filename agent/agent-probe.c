@@ -19,14 +19,26 @@
 #include "log-messages.h"
 #include "util.h"
 
+struct AgentProbe {
+    FlushProbe *probes;          /* per volume probed, kept across reloads */
+    size_t n_probes;
+    DaemonStats *daemon_stats;   /* per workspace */
+    size_t n_daemon_stats;
+    sd_event_source *timer;
+    Worker *prober;
+    char **volumes;              /* volumes of the running probe, in order */
+};
+
 FlushProbe *agent_flush_probe_find(Agent *a, const char *volume) {
-    for (size_t i = 0; i < a->n_probes; i++)
-        if (streq(a->probes[i].volume, volume))
-            return &a->probes[i];
+    AgentProbe *pr = a->probe;
+    for (size_t i = 0; pr && i < pr->n_probes; i++)
+        if (streq(pr->probes[i].volume, volume))
+            return &pr->probes[i];
     return NULL;
 }
 
 static FlushProbe *probe_get(Agent *a, const char *volume) {
+    AgentProbe *pr = a->probe;
     FlushProbe *p = agent_flush_probe_find(a, volume);
     if (p)
         return p;
@@ -34,16 +46,16 @@ static FlushProbe *probe_get(Agent *a, const char *volume) {
      * two, a shared journal under load tens of seconds. */
     static const double bounds[] = { 0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025,
                                      0.05,   0.1,     0.25,   0.5,   1,      2.5,   5,    10, 30 };
-    FlushProbe *t = realloc(a->probes, sizeof(FlushProbe) * (a->n_probes + 1));
+    FlushProbe *t = realloc(pr->probes, sizeof(FlushProbe) * (pr->n_probes + 1));
     if (!t)
         return NULL;
-    a->probes = t;
-    p = &a->probes[a->n_probes];
+    pr->probes = t;
+    p = &pr->probes[pr->n_probes];
     *p = (FlushProbe) { .volume = strdup(volume) };
     if (!p->volume)
         return NULL;
     (void) metrics_histogram_init(&p->histogram, bounds, ELEMENTSOF(bounds));
-    a->n_probes++;
+    pr->n_probes++;
     return p;
 }
 
@@ -52,25 +64,27 @@ int agent_daemon_stats_path(Agent *a, const char *id, char **ret) {
 }
 
 const DaemonStats *agent_daemon_stats(Agent *a, const char *id) {
-    for (size_t i = 0; i < a->n_daemon_stats; i++)
-        if (streq(a->daemon_stats[i].id, id))
-            return &a->daemon_stats[i];
+    AgentProbe *pr = a->probe;
+    for (size_t i = 0; pr && i < pr->n_daemon_stats; i++)
+        if (streq(pr->daemon_stats[i].id, id))
+            return &pr->daemon_stats[i];
     return NULL;
 }
 
 static DaemonStats *stats_get(Agent *a, const char *id) {
+    AgentProbe *pr = a->probe;
     DaemonStats *d = (DaemonStats *) agent_daemon_stats(a, id);
     if (d)
         return d;
-    DaemonStats *t = realloc(a->daemon_stats, sizeof(*t) * (a->n_daemon_stats + 1));
+    DaemonStats *t = realloc(pr->daemon_stats, sizeof(*t) * (pr->n_daemon_stats + 1));
     if (!t)
         return NULL;
-    a->daemon_stats = t;
-    d = &t[a->n_daemon_stats];
+    pr->daemon_stats = t;
+    d = &t[pr->n_daemon_stats];
     *d = (DaemonStats) { .id = strdup(id) };
     if (!d->id)
         return NULL;
-    a->n_daemon_stats++;
+    pr->n_daemon_stats++;
     return d;
 }
 
@@ -84,14 +98,15 @@ static unsigned digest_shard(const char *hex, unsigned shards) {
 }
 
 uint64_t agent_content_missing(Agent *a, const char *volume, unsigned *ret_workspaces, const char **ret_example) {
+    AgentProbe *pr = a->probe;
     const Pool *p = layout_pool(agent_layout(a), POOL_CONTENT);
     unsigned shard, n = 0;
     uint64_t total = 0;
     const char *example = NULL;
-    if (!p || sscanf(volume, "content-%u", &shard) != 1)
+    if (!p || !pr || sscanf(volume, "content-%u", &shard) != 1)
         return 0;
-    for (size_t i = 0; i < a->n_daemon_stats; i++) {
-        const DaemonStats *d = &a->daemon_stats[i];
+    for (size_t i = 0; i < pr->n_daemon_stats; i++) {
+        const DaemonStats *d = &pr->daemon_stats[i];
         if (!d->known || d->objects_missing == 0 || !state_record_find_workspace(agent_record(a), d->id))
             continue;
         /* The digests it names say which shard lacks them; without any,
@@ -115,6 +130,7 @@ uint64_t agent_content_missing(Agent *a, const char *volume, unsigned *ret_works
 }
 
 static void stats_merge(Agent *a, json_object *daemons) {
+    AgentProbe *pr = a->probe;
     for (size_t i = 0; daemons && i < json_object_array_length(daemons); i++) {
         json_object *o = json_object_array_get_idx(daemons, i), *v;
         const char *id = json_object_object_get_ex(o, "id", &v) ? json_object_get_string(v) : NULL;
@@ -148,24 +164,25 @@ static void stats_merge(Agent *a, json_object *daemons) {
             log_notice("workspace %s: no object is missing any more", id);
     }
     /* Workspaces that are gone take their figures with them. */
-    for (size_t i = a->n_daemon_stats; i > 0; i--)
-        if (!state_record_find_workspace(agent_record(a), a->daemon_stats[i - 1].id)) {
-            free(a->daemon_stats[i - 1].id);
-            strv_free(a->daemon_stats[i - 1].missing);
-            a->daemon_stats[i - 1] = a->daemon_stats[--a->n_daemon_stats];
+    for (size_t i = pr->n_daemon_stats; i > 0; i--)
+        if (!state_record_find_workspace(agent_record(a), pr->daemon_stats[i - 1].id)) {
+            free(pr->daemon_stats[i - 1].id);
+            strv_free(pr->daemon_stats[i - 1].missing);
+            pr->daemon_stats[i - 1] = pr->daemon_stats[--pr->n_daemon_stats];
         }
 }
 
 static void on_probed(Worker *w, int error, const char *message, ApplyResult *res, Observation *obs,
                       json_object *extra, void *userdata) {
     Agent *a = userdata;
+    AgentProbe *pr = a->probe;
     json_object *probes = NULL;
     if (error < 0)
         log_warning("Flush probe failed: %s", message ?: strerror(-error));
     else if (extra && json_object_object_get_ex(extra, "probes", &probes))
-        for (size_t i = 0; a->probe_volumes && a->probe_volumes[i] && i < json_object_array_length(probes); i++) {
+        for (size_t i = 0; pr->volumes && pr->volumes[i] && i < json_object_array_length(probes); i++) {
             json_object *o = json_object_array_get_idx(probes, i), *v;
-            const char *volume = a->probe_volumes[i];
+            const char *volume = pr->volumes[i];
             FlushProbe *p = probe_get(a, volume);
             if (!p)
                 continue;
@@ -186,25 +203,26 @@ static void on_probed(Worker *w, int error, const char *message, ApplyResult *re
             metrics_histogram_observe(&p->histogram, (double) usec / USEC_PER_SEC);
         }
     if (error >= 0 && probes)
-        agent_capacity_merge_statfs(a, probes);
+        agent_volumes_merge_statfs(a, probes);
     json_object *daemons;
     if (error >= 0 && extra && json_object_object_get_ex(extra, "daemons", &daemons))
         stats_merge(a, daemons);
     apply_result_free(res);
     observation_free(obs);
     json_object_put(extra);
-    a->prober = worker_free(a->prober);
-    a->probe_volumes = strv_free(a->probe_volumes);
+    pr->prober = worker_free(pr->prober);
+    pr->volumes = strv_free(pr->volumes);
     /* A probe that starts or stops failing changes the volume's health
      * now, not at the next observation. */
     agent_volumes_changed(a);
 }
 
 static int probe_run(Agent *a) {
+    AgentProbe *pr = a->probe;
     const Observation *obs = a->engine->observation;
     _cleanup_strv_free_ char **vols = NULL;
     int r;
-    if (a->prober)
+    if (pr->prober)
         return 0; /* the previous probe is still stuck in fsync: that is the news */
     json_object *args = json_object_new_object(), *paths = json_object_new_array();
     if (!args || !paths) {
@@ -241,11 +259,11 @@ static int probe_run(Agent *a) {
     json_object_object_add(args, "stats", stats);
     WorkerRequest req = { .op = WORKER_OP_PROBE, .layout = agent_layout(a), .record = agent_record(a), .args = args };
     WorkerCallbacks cb = { .on_done = on_probed };
-    r = worker_start(a->event, AGENT_SELF_EXE, &req, &cb, a, &a->prober);
+    r = worker_start(a->event, AGENT_SELF_EXE, &req, &cb, a, &pr->prober);
     json_object_put(args);
     if (r < 0)
         return r;
-    a->probe_volumes = TAKE_PTR(vols);
+    pr->volumes = TAKE_PTR(vols);
     return 0;
 }
 
@@ -259,26 +277,89 @@ static int on_probe_timer(sd_event_source *s, uint64_t usec, void *userdata) {
     return 0;
 }
 
-int agent_flush_probe_start(Agent *a) {
+static int probe_start(Agent *a) {
     if (agent_layout(a)->api.flush_probe_interval == 0 || a->stopping)
         return 0;
-    if (a->probe_timer) {
+    if (!a->probe && !(a->probe = calloc(1, sizeof(AgentProbe))))
+        return -ENOMEM;
+    AgentProbe *pr = a->probe;
+    if (pr->timer) {
         /* Probe soon, so a new volume gets its first sample. */
-        (void) sd_event_source_set_time_relative(a->probe_timer, USEC_PER_SEC);
-        return sd_event_source_set_enabled(a->probe_timer, SD_EVENT_ONESHOT);
+        (void) sd_event_source_set_time_relative(pr->timer, USEC_PER_SEC);
+        return sd_event_source_set_enabled(pr->timer, SD_EVENT_ONESHOT);
     }
     /* The first probe one second after start, then at the interval. */
-    return sd_event_add_time_relative(a->event, &a->probe_timer, CLOCK_MONOTONIC, USEC_PER_SEC, 0, on_probe_timer, a);
+    return sd_event_add_time_relative(a->event, &pr->timer, CLOCK_MONOTONIC, USEC_PER_SEC, 0, on_probe_timer, a);
 }
 
-void agent_flush_probe_stop(Agent *a) {
-    for (size_t i = 0; i < a->n_daemon_stats; i++) {
-        free(a->daemon_stats[i].id);
-        strv_free(a->daemon_stats[i].missing);
+/* The samples (histograms) stay: a reload stops and starts the probe. */
+static void probe_stop(Agent *a) {
+    AgentProbe *pr = a->probe;
+    if (!pr)
+        return;
+    for (size_t i = 0; i < pr->n_daemon_stats; i++) {
+        free(pr->daemon_stats[i].id);
+        strv_free(pr->daemon_stats[i].missing);
     }
-    a->daemon_stats = mfree(a->daemon_stats);
-    a->n_daemon_stats = 0;
-    a->probe_timer = sd_event_source_disable_unref(a->probe_timer);
-    a->prober = worker_free(a->prober);
-    a->probe_volumes = strv_free(a->probe_volumes);
+    pr->daemon_stats = mfree(pr->daemon_stats);
+    pr->n_daemon_stats = 0;
+    pr->timer = sd_event_source_disable_unref(pr->timer);
+    pr->prober = worker_free(pr->prober);
+    pr->volumes = strv_free(pr->volumes);
 }
+
+static void probe_free(Agent *a) {
+    probe_stop(a);
+    if (!a->probe)
+        return;
+    for (size_t i = 0; i < a->probe->n_probes; i++)
+        free(a->probe->probes[i].volume);
+    free(a->probe->probes);
+    a->probe = mfree(a->probe);
+}
+
+static void probe_metrics(Agent *a, MetricsWriter *w) {
+    AgentProbe *pr = a->probe;
+    size_t n = pr ? pr->n_probes : 0;
+    (void) metrics_writer_family(w, "layoutd_volume_flush_probe_seconds", METRIC_HISTOGRAM,
+                                 "Time to write and fsync a fresh 4 KiB file on the volume (its flush cost)");
+    for (size_t i = 0; i < n; i++) {
+        const FlushProbe *p = &pr->probes[i];
+        (void) metrics_histogram_write(&p->histogram, w, (const char *const[]) { "volume", p->volume, NULL });
+    }
+    (void) metrics_writer_family(w, "layoutd_volume_flush_probe_error", METRIC_GAUGE,
+                                 "errno of the latest flush probe of the volume (0: it worked)");
+    for (size_t i = 0; i < n; i++)
+        (void) metrics_writer_sample(w, (const char *const[]) { "volume", pr->probes[i].volume, NULL },
+                                     pr->probes[i].last_error);
+}
+
+/* A reload: probe again soon, at the layout's interval (or no more). */
+static void probe_layout_changed(Agent *a) {
+    probe_stop(a);
+    (void) probe_start(a);
+}
+
+static void probe_volume_json(Agent *a, const VolumeObservation *v, json_object *o) {
+    FlushProbe *p = agent_flush_probe_find(a, v->name);
+    if (p) {
+        json_object *f = json_object_new_object();
+        json_object_object_add(f, "last_seconds",
+                               p->has_last ? json_object_new_double((double) p->last / USEC_PER_SEC) : NULL);
+        json_object_object_add(f, "samples", json_object_new_uint64(p->histogram.count));
+        json_object_object_add(f, "last_error", p->last_error ? json_object_new_string(strerror(p->last_error)) : NULL);
+        json_object_object_add(o, "flush_probe", f);
+    } else
+        json_object_object_add(o, "flush_probe", NULL);
+}
+
+const AgentModule agent_probe_module = {
+    .name = "probe",
+    .when_up = true,
+    .start = probe_start,
+    .layout_changed = probe_layout_changed,
+    .stop = probe_stop,
+    .free = probe_free,
+    .volume_json = probe_volume_json,
+    .metrics = probe_metrics,
+};

@@ -120,7 +120,7 @@ static void note_volume(Agent *a, const VolumeObservation *v) {
     av->mode = s->mode;
 }
 
-void agent_vdo_observed(Agent *a) {
+static void vdo_observed(Agent *a) {
     const Observation *obs = a->engine->observation;
     if (!a->vdo)
         return;
@@ -230,7 +230,7 @@ static int on_trim_timer(sd_event_source *s, uint64_t usec, void *userdata) {
     return 0;
 }
 
-int agent_vdo_start(Agent *a) {
+static int vdo_start(Agent *a) {
     if (a->stopping || !layout_has_vdo(agent_layout(a)))
         return 0;
     if (!a->vdo) {
@@ -239,7 +239,7 @@ int agent_vdo_start(Agent *a) {
             return -ENOMEM;
         a->vdo->agent = a;
     }
-    agent_vdo_observed(a);
+    vdo_observed(a);
     if (a->vdo->timer)
         return 0;
     /* fstrim becomes due one interval after the agent started (not at
@@ -248,7 +248,7 @@ int agent_vdo_start(Agent *a) {
                                       a);
 }
 
-void agent_vdo_stop(Agent *a) {
+static void vdo_stop(Agent *a) {
     AgentVdo *vdo = a->vdo;
     if (!vdo)
         return;
@@ -269,7 +269,7 @@ void agent_vdo_stop(Agent *a) {
     a->vdo = mfree(vdo);
 }
 
-void agent_vdo_volume_json(Agent *a, const VolumeObservation *v, json_object *o) {
+static void vdo_add_json(Agent *a, const VolumeObservation *v, json_object *o) {
     json_object *j = NULL;
     if (!json_object_object_get_ex(o, "vdo", &j) || !j)
         return;
@@ -293,7 +293,7 @@ void agent_vdo_volume_json(Agent *a, const VolumeObservation *v, json_object *o)
     json_object_object_add(j, "fstrim", t);
 }
 
-void agent_vdo_metrics(Agent *a, MetricsWriter *w) {
+static void vdo_metrics(Agent *a, MetricsWriter *w) {
     if (!a->vdo || a->vdo->n_volumes == 0)
         return;
     (void) metrics_writer_family(w, "layoutd_vdo_fstrim_runs_total", METRIC_COUNTER, "Periodic fstrim runs finished");
@@ -305,3 +305,14 @@ void agent_vdo_metrics(Agent *a, MetricsWriter *w) {
         (void) metrics_writer_sample(w, (const char *const[]) { "volume", a->vdo->volumes[i].volume, NULL },
                                      (double) a->vdo->volumes[i].trim_failures);
 }
+
+const AgentModule agent_vdo_module = {
+    .name = "vdo",
+    .when_up = true,
+    .start = vdo_start,
+    .stop = vdo_stop,
+    .free = vdo_stop,
+    .observed = vdo_observed,
+    .volume_json = vdo_add_json,
+    .metrics = vdo_metrics,
+};

@@ -49,55 +49,16 @@ size_t agent_volumes_up(Agent *a) {
  * degraded (in service, not as asked, or writes fail), failed (out of
  * service); the problem is the worst finding. */
 const char *agent_volume_health(Agent *a, const VolumeObservation *v, const char **ret_problem) {
-    const VolumeState *s = agent_volume_state(a, v->name);
-    VolumeHealth h = s ? s->assessment.health : volume_observation_is_up(v) ? VOLUME_HEALTH_OK : VOLUME_HEALTH_FAILED;
+    const VolumeAssessment *s = agent_capacity_assessment(a, v->name);
+    VolumeHealth h = s ? s->health : volume_observation_is_up(v) ? VOLUME_HEALTH_OK : VOLUME_HEALTH_FAILED;
     if (ret_problem)
-        *ret_problem = s && s->assessment.n > 0 ? s->assessment.findings[0].message
-                       : h == VOLUME_HEALTH_FAILED ? "not mounted" : NULL;
+        *ret_problem = s && s->n > 0 ? s->findings[0].message : h == VOLUME_HEALTH_FAILED ? "not mounted" : NULL;
     return volume_health_to_string(h);
-}
-
-static int health_priority(VolumeHealth h) {
-    switch (h) {
-    case VOLUME_HEALTH_OK:
-        return LOG_NOTICE;
-    case VOLUME_HEALTH_FAILED:
-        return LOG_ERR;
-    default:
-        return LOG_WARNING;
-    }
 }
 
 void agent_volumes_changed(Agent *a) {
     api_server_changed(a->api); /* the volumes' answers are stale now */
-    agent_capacity_observed(a);
-    for (size_t i = 0; i < a->n_volume_states; i++) {
-        VolumeState *s = &a->volume_states[i];
-        VolumeHealth h = s->assessment.health;
-        const char *problem = s->assessment.n > 0 ? s->assessment.findings[0].message : NULL;
-        if ((s->reported && s->reported_health == h) || (!s->reported && h == VOLUME_HEALTH_OK)) {
-            s->reported = true;
-            s->reported_health = h;
-            continue;
-        }
-        const char *before = s->reported ? volume_health_to_string(s->reported_health) : NULL;
-        log_volume(health_priority(h), s->name, h >= VOLUME_HEALTH_DEGRADED ? LAYOUTD_MESSAGE_VOLUME_DEGRADED : NULL,
-                   "volume %s: health %s -> %s%s%s", s->name, before ?: "unknown", volume_health_to_string(h),
-                   problem ? ": " : "", problem ?: "");
-        json_object *f = json_object_new_object();
-        json_object_object_add(f, "volume", json_object_new_string(s->name));
-        json_object_object_add(f, "from", before ? json_object_new_string(before) : NULL);
-        json_object_object_add(f, "to", json_object_new_string(volume_health_to_string(h)));
-        json_object_object_add(f, "problem", problem ? json_object_new_string(problem) : NULL);
-        json_object_object_add(f, "code", s->assessment.n > 0 ? json_object_new_string(s->assessment.findings[0].code)
-                                                              : NULL);
-        agent_event(a, "volume.health", f);
-        s->reported = true;
-        s->reported_health = h;
-    }
-    agent_vdo_observed(a);
-    agent_gc_observed(a);
-    agent_workspaces_volumes_changed(a);
+    agent_modules_observed(a);
     if (a->ready)
         agent_update_status(a);
 }
@@ -117,10 +78,10 @@ json_object *agent_volume_json(Agent *a, const VolumeObservation *v) {
     json_object_object_add(o, "state", json_object_new_string(state));
     json_object_object_add(o, "health", json_object_new_string(health));
     json_object_object_add(o, "message", problem ? json_object_new_string(problem) : NULL);
-    const VolumeState *vs = agent_volume_state(a, v->name);
+    const VolumeAssessment *as = agent_capacity_assessment(a, v->name);
     json_object *fl = json_object_new_array();
-    for (size_t i = 0; vs && i < vs->assessment.n; i++) {
-        const VolumeFinding *f = &vs->assessment.findings[i];
+    for (size_t i = 0; as && i < as->n; i++) {
+        const VolumeFinding *f = &as->findings[i];
         json_object *j = json_object_new_object();
         json_object_object_add(j, "level", json_object_new_string(volume_health_to_string(f->level)));
         json_object_object_add(j, "code", json_object_new_string(f->code));
@@ -137,27 +98,7 @@ json_object *agent_volume_json(Agent *a, const VolumeObservation *v) {
         json_object_object_add(uj, "inodes_percent", json_object_new_int((int) u.inodes_percent));
     }
     json_object_object_add(o, "usage", uj);
-    const Pool *pool = v->declared ? layout_pool(agent_layout(a), v->role) : NULL;
-    json_object *gj = NULL;
-    if (pool && pool->growth.enabled) {
-        gj = json_object_new_object();
-        const char *st = !vs ? "idle"
-                         : vs->growing ? "growing"
-                         : vs->growth.action == GROWTH_REFUSE ? "refused"
-                         : vs->growth_error ? "failed"
-                                            : "idle";
-        json_object_object_add(gj, "state", json_object_new_string(st));
-        json_object_object_add(gj, "threshold_percent", json_object_new_int((int) pool->growth.threshold));
-        json_object_object_add(gj, "max_size_bytes", json_object_new_uint64(pool->growth.max_size));
-        json_object_object_add(gj, "refused_reason", vs && vs->growth.action == GROWTH_REFUSE
-                                                         ? json_object_new_string(vs->growth.reason)
-                                                         : NULL);
-        json_object_object_add(gj, "last_error", vs && vs->growth_error ? json_object_new_string(vs->growth_error)
-                                                                         : NULL);
-        json_object_object_add(gj, "grows", json_object_new_uint64(vs ? vs->grows : 0));
-        json_object_object_add(gj, "grown_bytes", json_object_new_uint64(vs ? vs->grown_bytes : 0));
-    }
-    json_object_object_add(o, "growth", gj);
+    json_object_object_add(o, "growth", NULL);
     /* Every GET is served from the cached observation: say how old it is,
      * so that a caller who just wrote can wait for figures that include it. */
     usec_t at = a->engine->observation ? a->engine->observation->taken_at : 0;
@@ -185,23 +126,58 @@ json_object *agent_volume_json(Agent *a, const VolumeObservation *v) {
     if (mixed)
         json_object_object_add(o, "mixed_tenants", json_object_new_boolean(true));
 
-    FlushProbe *p = agent_flush_probe_find(a, v->name);
-    if (p) {
-        json_object *f = json_object_new_object();
-        json_object_object_add(f, "last_seconds",
-                               p->has_last ? json_object_new_double((double) p->last / USEC_PER_SEC) : NULL);
-        json_object_object_add(f, "samples", json_object_new_uint64(p->histogram.count));
-        json_object_object_add(f, "last_error", p->last_error ? json_object_new_string(strerror(p->last_error)) : NULL);
-        json_object_object_add(o, "flush_probe", f);
-    } else
-        json_object_object_add(o, "flush_probe", NULL);
-    agent_vdo_volume_json(a, v, o);
+    /* The modules' keys in the places the API has always shown them
+     * (json-c keeps a key where it was when its value is replaced). */
+    json_object_object_add(o, "flush_probe", NULL);
+    agent_modules_volume_json(a, v, o);
     return o;
+}
+
+void agent_volumes_merge_statfs(Agent *a, json_object *list) {
+    Observation *o = a->engine->observation;
+    if (!o || !list || !json_object_is_type(list, json_type_array))
+        return;
+    /* Matched by mount path: the observation may have been replaced
+     * since the worker started. */
+    for (size_t i = 0; i < json_object_array_length(list); i++) {
+        json_object *e = json_object_array_get_idx(list, i), *x;
+        const char *path = json_object_object_get_ex(e, "path", &x) ? json_object_get_string(x) : NULL;
+        if (!json_object_object_get_ex(e, "statfs_error", &x))
+            continue;
+        int err = json_object_get_int(x);
+        for (size_t k = 0; path && k < o->n; k++) {
+            VolumeObservation *v = &o->volumes[k];
+            if (!streq_ptr(v->mount_path, path) || !volume_observation_is_up(v))
+                continue;
+            v->statvfs_error = err;
+            if (err)
+                break;
+            v->has_statvfs = true;
+#define GET(field) v->field = json_object_object_get_ex(e, #field, &x) ? json_object_get_uint64(x) : v->field
+            GET(fs_size);
+            GET(fs_used);
+            GET(fs_avail);
+            GET(fs_inodes);
+            GET(fs_inodes_free);
+#undef GET
+            v->fs_read_only = json_object_object_get_ex(e, "fs_read_only", &x) && json_object_get_boolean(x);
+            break;
+        }
+    }
 }
 
 /* ---- the refresh --------------------------------------------------------- */
 
 static void start_observe(Agent *a);
+
+/* A volume a job works on right now, or one whose job ended after this
+ * observation began, is better known from that job: its cached entry is
+ * kept (an observation taken mid-apply would show a volume not mounted
+ * yet, and its health would flap). */
+static bool job_knows_better(const char *name, void *userdata) {
+    Agent *a = userdata;
+    return agent_jobs_busy(a, name) || agent_jobs_ended_since(a, name, a->observe_start_seq);
+}
 
 static void on_observed(Worker *w, int error, const char *message, ApplyResult *res, Observation *obs,
                         json_object *extra, void *userdata) {
@@ -210,20 +186,7 @@ static void on_observed(Worker *w, int error, const char *message, ApplyResult *
         log_warning("Observing the volumes failed, keeping the previous observation: %s",
                     message ?: strerror(-error));
     else {
-        /* A volume a job works on right now, or one whose job ended after
-         * this observation began, is better known from that job: keep its
-         * cached entry (an observation taken mid-apply would show a volume
-         * not mounted yet, and its health would flap). */
-        Observation *old = a->engine->observation;
-        for (size_t i = 0; old && i < old->n; i++) {
-            VolumeObservation *v = &old->volumes[i];
-            const VolumeState *vs = agent_volume_state(a, v->name);
-            if (agent_jobs_busy(a, v->name) || (vs && vs->job_seq > a->observe_start_seq))
-                (void) observation_put(obs, v);
-        }
-        observation_free(old);
-        a->engine->observation = obs;
-        obs = NULL;
+        (void) engine_merge_observation(a->engine, TAKE_PTR(obs), true, job_knows_better, a);
         agent_volumes_changed(a);
     }
     apply_result_free(res);

@@ -327,7 +327,7 @@ int agent_workspace_spawn(Agent *a, const WorkspaceRecord *w) {
     return 0;
 }
 
-void agent_workspaces_volumes_changed(Agent *a) {
+static void workspaces_observed(Agent *a) {
     if (!a->supervisor || a->stopping)
         return;
     /* The blocked ones start with what the volumes say now (their
@@ -1345,4 +1345,101 @@ const SupervisorCallbacks agent_supervisor_callbacks = {
     .on_persist = on_persist,
     .on_hang = on_hang,
     .may_start = may_start,
+};
+
+static void workspaces_metrics(Agent *a, MetricsWriter *w) {
+    StateRecord *record = agent_record(a);
+    size_t n = a->supervisor ? supervisor_count(a->supervisor) : 0;
+    WorkspaceStatus *sts = calloc(MAX(n, 1u), sizeof(WorkspaceStatus));
+    if (!sts)
+        return;
+    size_t m = 0;
+    for (size_t i = 0; i < n; i++)
+        if (supervisor_get_status_by_index(a->supervisor, i, &sts[m]) >= 0)
+            m++;
+    (void) metrics_writer_family(w, "layoutd_workspace_up", METRIC_GAUGE,
+                                 "1 when the workspace's FUSE daemon is running and mounted");
+    for (size_t i = 0; i < m; i++) {
+        const WorkspaceRecord *rec = state_record_find_workspace(record, sts[i].id);
+        (void) metrics_writer_sample(w, (const char *const[]) { "workspace", sts[i].id, "volume",
+                                                                rec && rec->volume ? rec->volume : "", NULL },
+                                     sts[i].state == SUPERVISOR_RUNNING);
+    }
+    (void) metrics_writer_family(w, "layoutd_workspace_restarts_total", METRIC_COUNTER,
+                                 "Restarts of the workspace's FUSE daemon");
+    for (size_t i = 0; i < m; i++)
+        (void) metrics_writer_sample(w, (const char *const[]) { "workspace", sts[i].id, NULL }, sts[i].restarts);
+    (void) metrics_writer_family(w, "layoutd_workspace_state", METRIC_GAUGE,
+                                 "1 for the workspace's current supervision state");
+    for (size_t i = 0; i < m; i++)
+        (void) metrics_writer_sample(w, (const char *const[]) { "workspace", sts[i].id, "state",
+                                                                supervisor_state_to_string(sts[i].state), NULL },
+                                     1);
+    (void) metrics_writer_family(w, "layoutd_workspace_flush_scope", METRIC_GAUGE,
+                                 "Workspaces sharing this workspace's volume, itself included");
+    for (size_t i = 0; i < m; i++) {
+        const WorkspaceRecord *rec = state_record_find_workspace(record, sts[i].id);
+        if (rec && rec->volume)
+            (void) metrics_writer_sample(w, (const char *const[]) { "workspace", sts[i].id, NULL },
+                                         (double) state_record_count_workspaces(record, rec->volume));
+    }
+    (void) metrics_writer_family(w, "layoutd_workspace_objects_missing", METRIC_GAUGE,
+                                 "Objects the workspace's files reference that the content pool lacks (its daemon's "
+                                 "count); those files read as I/O errors");
+    for (size_t i = 0; i < m; i++) {
+        const DaemonStats *ds = agent_daemon_stats(a, sts[i].id);
+        if (ds && ds->known)
+            (void) metrics_writer_sample(w, (const char *const[]) { "workspace", sts[i].id, NULL },
+                                         (double) ds->objects_missing);
+    }
+    free(sts);
+    (void) metrics_writer_family(w, "layoutd_workspace_creates_total", METRIC_COUNTER,
+                                 "Workspace creations asked through the API");
+    (void) metrics_writer_sample(w, NULL, (double) a->api_creates);
+    (void) metrics_writer_family(w, "layoutd_workspace_create_failures_total", METRIC_COUNTER,
+                                 "Workspace creations refused or failed");
+    (void) metrics_writer_sample(w, NULL, (double) a->api_create_failures);
+}
+
+/* Every supervised workspace: its daemon's state, the objects it misses
+ * (its daemon's figures), why it is blocked. One allocation: the array,
+ * then a 512-byte wording of each blocker. */
+#define BLOCKER_SIZE 512
+static int workspaces_problems(Agent *a, ProblemInputs *in) {
+    size_t n = a->supervisor ? supervisor_count(a->supervisor) : 0;
+    ProblemWorkspace *wss = calloc(MAX(n, 1u), sizeof(ProblemWorkspace) + BLOCKER_SIZE);
+    if (!wss)
+        return -ENOMEM;
+    char *why = (char *) (wss + MAX(n, 1u));
+    size_t m = 0;
+    for (size_t i = 0; i < n; i++) {
+        WorkspaceStatus st;
+        if (supervisor_get_status_by_index(a->supervisor, i, &st) < 0)
+            continue;
+        ProblemWorkspace *w = &wss[m++];
+        *w = (ProblemWorkspace) {
+            .id = st.id,
+            .state = st.state == SUPERVISOR_FAILED    ? PROBLEM_DAEMON_CRASH_LOOP
+                     : st.state == SUPERVISOR_BACKOFF ? PROBLEM_DAEMON_BACKOFF
+                     : st.state == SUPERVISOR_BLOCKED ? PROBLEM_DAEMON_BLOCKED
+                                                      : PROBLEM_DAEMON_OK,
+        };
+        const DaemonStats *ds = agent_daemon_stats(a, st.id);
+        if (ds && ds->known) {
+            w->objects_missing = ds->objects_missing;
+            w->missing_example = ds->missing && ds->missing[0] ? ds->missing[0] : NULL;
+        }
+        if (w->state == PROBLEM_DAEMON_BLOCKED)
+            w->blocker = agent_workspace_blocker(a, st.id, why + i * BLOCKER_SIZE, BLOCKER_SIZE);
+    }
+    in->workspaces = wss;
+    in->n_workspaces = m;
+    return 0;
+}
+
+const AgentModule agent_workspaces_module = {
+    .name = "workspaces",
+    .observed = workspaces_observed,
+    .metrics = workspaces_metrics,
+    .problems = workspaces_problems,
 };

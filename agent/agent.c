@@ -19,6 +19,123 @@
 #include "log.h"
 #include "place-workspaces.h"
 #include "util.h"
+#include "volume-report.h"
+
+/* The modules, in the order they are started, asked and shown. */
+static const AgentModule *const agent_modules[] = {
+    &agent_capacity_module, &agent_gc_module,    &agent_cgroups_module,    &agent_vdo_module,
+    &agent_probe_module,    &agent_check_module, &agent_workspaces_module,
+};
+
+#define FOREACH_MODULE(m) for (const AgentModule *const *m = agent_modules; m < agent_modules + ELEMENTSOF(agent_modules); m++)
+
+/* Starts the modules of one phase: at run, or once the volumes are up. */
+static void modules_start(Agent *a, bool when_up) {
+    FOREACH_MODULE(m)
+        if ((*m)->when_up == when_up && (*m)->start)
+            (void) (*m)->start(a);
+}
+
+void agent_modules_observed(Agent *a) {
+    FOREACH_MODULE(m)
+        if ((*m)->observed)
+            (*m)->observed(a);
+}
+
+void agent_modules_volume_json(Agent *a, const VolumeObservation *v, json_object *o) {
+    FOREACH_MODULE(m)
+        if ((*m)->volume_json)
+            (*m)->volume_json(a, v, o);
+}
+
+json_object *agent_problems(Agent *a, VolumeHealth *ret_health) {
+    ProblemInputs in = {
+        .observation = a->engine->observation,
+        .record = agent_record(a),
+        .results = a->volume_results,
+        .root = agent_layout(a)->root,
+        .state_pool = layout_pool(agent_layout(a), POOL_STATE),
+        .record_save_error = record_saver_last_error(a->saver),
+        .record_path = a->engine->record_path,
+        .reload_error = a->last_reload_error,
+    };
+    json_object *arr = NULL;
+    int r = 0;
+    FOREACH_MODULE(m)
+        if ((*m)->problems && (r = (*m)->problems(a, &in)) < 0)
+            break;
+    if (r >= 0)
+        r = capacity_problems(&in, &arr, ret_health);
+    /* What the modules handed over is ours to free. */
+    free((ProblemVolume *) in.volumes);
+    free((ProblemWorkspace *) in.workspaces);
+    if (r >= 0)
+        return arr;
+    /* Out of memory: say so rather than report a healthy host. */
+    log_oom();
+    *ret_health = VOLUME_HEALTH_DEGRADED;
+    return json_object_new_array();
+}
+
+int agent_metrics(Agent *a, MetricsWriter *w) {
+    const Observation *obs = a->engine->observation;
+    StateRecord *record = agent_record(a);
+    Observation empty = {};
+
+    (void) metrics_writer_family(w, "layoutd_info", METRIC_GAUGE, "layoutd version and layout generation");
+    char gen[32];
+    snprintf(gen, sizeof gen, "%" PRIu64, a->generation);
+    (void) metrics_writer_sample(w, (const char *const[]) { "version", LAYOUTD_VERSION, "layout_hash",
+                                                            a->engine->layout_hash, "generation", gen, NULL },
+                                 1);
+    (void) metrics_writer_family(w, "layoutd_uptime_seconds", METRIC_GAUGE, "Seconds since the agent started");
+    (void) metrics_writer_sample(w, NULL, (double) (now_usec(CLOCK_MONOTONIC) - a->started_mono) / USEC_PER_SEC);
+    (void) metrics_writer_family(w, "layoutd_reload_error", METRIC_GAUGE, "1 when the last reload was refused");
+    (void) metrics_writer_sample(w, NULL, a->last_reload_error ? 1 : 0);
+    (void) metrics_writer_family(w, "layoutd_jobs", METRIC_GAUGE, "Volume jobs running or queued (workers)");
+    (void) metrics_writer_sample(w, NULL, (double) agent_jobs_count(a));
+    RecordSaverStats rs;
+    record_saver_stats(a->saver, &rs);
+    (void) metrics_writer_family(w, "layoutd_record_writes_total", METRIC_COUNTER,
+                                 "Writes of the state record (by the saver thread) since the agent started");
+    (void) metrics_writer_sample(w, NULL, (double) rs.writes);
+    (void) metrics_writer_family(w, "layoutd_record_write_failures_total", METRIC_COUNTER,
+                                 "Writes of the state record that failed since the agent started");
+    (void) metrics_writer_sample(w, NULL, (double) rs.failures);
+    (void) metrics_writer_family(w, "layoutd_record_write_max_seconds", METRIC_GAUGE,
+                                 "The longest write of the state record (write, fsync, rename, directory fsync) "
+                                 "since the agent started");
+    (void) metrics_writer_sample(w, NULL, (double) rs.max_write_usec / USEC_PER_SEC);
+    (void) metrics_writer_family(w, "layoutd_record_unsaved", METRIC_GAUGE,
+                                 "1 while the last write of the state record failed (changes are in memory only)");
+    (void) metrics_writer_sample(w, NULL, record_saver_last_error(a->saver) < 0 ? 1 : 0);
+
+    volume_report_metrics(obs ?: &empty, w);
+    (void) metrics_writer_family(w, "layoutd_volume_workspaces", METRIC_GAUGE,
+                                 "Active workspaces placed on the volume (its flush scope)");
+    for (size_t i = 0; obs && i < obs->n; i++) {
+        const VolumeObservation *v = &obs->volumes[i];
+        (void) metrics_writer_sample(w, (const char *const[]) { "volume", v->name, "pool", pool_role_to_string(v->role),
+                                                                "backend", backend_to_string(v->backend), NULL },
+                                     (double) state_record_count_workspaces(record, v->name));
+    }
+    (void) metrics_writer_family(w, "layoutd_volume_health", METRIC_GAUGE,
+                                 "1 for the volume's current health (ok, warning, degraded, failed)");
+    for (size_t i = 0; obs && i < obs->n; i++) {
+        const VolumeObservation *v = &obs->volumes[i];
+        const char *h = agent_volume_health(a, v, NULL);
+        for (VolumeHealth k = 0; k < _VOLUME_HEALTH_MAX; k++)
+            (void) metrics_writer_sample(w, (const char *const[]) { "volume", v->name, "health",
+                                                                    volume_health_to_string(k), NULL },
+                                         streq(h, volume_health_to_string(k)));
+    }
+    for (size_t i = 0; i < ELEMENTSOF(agent_modules); i++)
+        if (agent_modules[i]->metrics)
+            agent_modules[i]->metrics(a, w);
+
+    return 0;
+}
+
 
 int agent_new(const AgentOptions *o, Agent **ret) {
     _cleanup_(agent_freep) Agent *a = calloc(1, sizeof(Agent));
@@ -57,16 +174,12 @@ int agent_new(const AgentOptions *o, Agent **ret) {
 Agent *agent_free(Agent *a) {
     if (!a)
         return NULL;
-    agent_flush_probe_stop(a);
-    agent_vdo_stop(a);
-    agent_gc_stop(a);
-    agent_check_stop(a);
-    agent_cgroups_stop(a);
+    /* Last started, first gone. */
+    for (size_t i = ELEMENTSOF(agent_modules); i > 0; i--)
+        if (agent_modules[i - 1]->free)
+            agent_modules[i - 1]->free(a);
     agent_volumes_unwatch(a);
     agent_jobs_abandon(a);
-    for (size_t i = 0; i < a->n_probes; i++)
-        free(a->probes[i].volume);
-    free(a->probes);
     agent_api_stop(a);
     /* Leaves daemons running: a stop was done by SIGTERM before, and a
      * detach (SIGUSR2) or crash wants them kept for re-adoption. */
@@ -76,7 +189,6 @@ Agent *agent_free(Agent *a) {
     a->saver = record_saver_free(a->saver);
     apply_result_free(a->volume_results);
     free(a->place_extras);
-    agent_capacity_stop(a);
     strv_free(a->reload_notes);
     engine_free(a->engine);
     free(a->last_reload_error);
@@ -89,6 +201,15 @@ Agent *agent_free(Agent *a) {
     sd_event_unref(a->event);
     free(a);
     return NULL;
+}
+
+void agent_event(Agent *a, const char *type, json_object *fields) {
+    /* Before the API serves (and after it stopped) nobody can read the
+     * stream: the event is dropped, as the log has it already. */
+    if (a->api)
+        (void) api_event_emit(a->api, type, fields);
+    else
+        json_object_put(fields);
 }
 
 void agent_persist(Agent *a) {
@@ -194,11 +315,11 @@ static void on_reload_applied(Agent *a, int error, const char *message, ApplyRes
     else if (res && !apply_result_ok(res))
         log_warning("Reload: some volumes of the new layout are not in service (see /v1/volumes)");
     (void) agent_workspaces_start(a);
-    agent_flush_probe_stop(a);
-    (void) agent_flush_probe_start(a);
-    (void) agent_vdo_start(a);
-    (void) agent_gc_start(a);
-    agent_cgroups_layout_changed(a);
+    FOREACH_MODULE(m)
+        if ((*m)->layout_changed)
+            (*m)->layout_changed(a);
+        else if ((*m)->when_up && (*m)->start)
+            (void) (*m)->start(a);
     (void) sd_notify(false, "READY=1");
     agent_update_status(a);
     if (job->op) {
@@ -349,9 +470,7 @@ static void on_started(Agent *a, int error, const char *message, ApplyResult *re
             return;
         }
     }
-    (void) agent_flush_probe_start(a);
-    (void) agent_vdo_start(a);
-    (void) agent_gc_start(a);
+    modules_start(a, true);
     /* Ready once the workspaces are supervised again (their directories
      * are reconciled in a worker first). */
     if (!a->supervisor || agent_workspaces_start(a) < 0)
@@ -413,9 +532,9 @@ void agent_stop(Agent *a, bool stop_workspaces, const char *why) {
     a->stopping = true;
     (void) sd_notify(false, "STOPPING=1");
     api_set_state(a->api, API_STATE_STOPPING);
-    agent_flush_probe_stop(a);
-    agent_vdo_stop(a);
-    agent_gc_stop(a);
+    FOREACH_MODULE(m)
+        if ((*m)->stop)
+            (*m)->stop(a);
     size_t n = a->supervisor ? supervisor_count(a->supervisor) : 0;
     if (!stop_workspaces || n == 0) {
         if (n > 0)
@@ -502,12 +621,7 @@ int agent_run(Agent *a) {
     r = agent_volumes_watch(a);
     if (r < 0)
         log_warning_errno(r, "Cannot watch mountinfo, the observation refreshes on a timer only: %m");
-    r = agent_capacity_start(a);
-    if (r < 0)
-        log_warning_errno(r, "Cannot set up the capacity watch, growth follows the 10 s observation only: %m");
-    r = agent_cgroups_start(a);
-    if (r < 0)
-        log_warning_errno(r, "Cannot set up per-workspace cgroups, ignoring: %m");
+    modules_start(a, false);
 
     log_info("layoutd %s: layout %s (root %s, generation %" PRIu64 ")", LAYOUTD_VERSION, a->engine->layout_path,
              agent_layout(a)->root, a->generation);

@@ -8,22 +8,38 @@
  * (src/engine/worker.h) whose exit is an event, and the API serves a
  * cached observation.
  *
- *   agent.c             lifecycle: start, signals, reload, stop, sd_notify
+ * The core:
+ *   agent.c             lifecycle: start, signals, reload, stop, sd_notify;
+ *                       the module table (agent_modules[]); events
+ *                       (agent_event, into the API's event ring); the
+ *                       problems (capacity_problems) and the metrics
  *   agent-jobs.c        the volume jobs: workers, one per volume at a time,
  *                       their record changes saved here, results merged
  *   agent-volumes.c     the cached observation (refreshed on mountinfo
- *                       changes, job results and a timer), volume health
- *   agent-probe.c       the flush probe (a worker every interval)
+ *                       changes, job results and a timer; merged by
+ *                       engine_merge_observation), a volume's API object
+ *   agent-api.c         the API's route table: each handler hands over
+ *                       to the core or to a module's operation
+ *
+ * The modules: each defines one AgentModule row (start, layout_changed,
+ * stop, free, observed, volume_json, metrics, problems), which is how the
+ * core calls it; its state is its own, behind an opaque pointer in Agent.
+ *   agent-capacity.c    full volumes: growth jobs, the fast capacity watch,
+ *                       each volume's health, its findings and their
+ *                       transitions (logged, sent as events)
+ *   agent-probe.c       the flush probe (a worker every interval), the
+ *                       daemons' own figures
  *   agent-workspaces.c  placement, carving on demand, supervision; the
  *                       create / remove / restart operations
- *   agent-api.c         the API's handlers: JSON views, metrics
- *   agent-capacity.c    full volumes: growth jobs, the fast capacity watch,
- *                       each volume's health and its findings
  *   agent-gc.c          the content pool's sweep (a child), on a timer, when
  *                       the pool runs low, and on POST /v1/gc
+ *   agent-check.c       the content pool's check (POST /v1/check)
  *   agent-cgroups.c     a systemd scope (cgroup) per daemon, with limits;
  *                       its CPU, memory, I/O and pressure
  *   agent-vdo.c         vdo-xfs: periodic fstrim, mode changes logged
+ * Some modules still call another's functions directly (capacity reads
+ * the probe's figures, workspaces capacity's, the cgroups' and the
+ * probe's, the check the sweep's pool arguments): see docs/architecture.md.
  *
  * The record (src/state) is owned here (engine->record) and saved after
  * every change; workers hand their changes over (agent-jobs.c).
@@ -68,29 +84,15 @@ typedef struct FlushProbe {
     MetricsHistogram histogram;  /* seconds */
 } FlushProbe;
 
-/* What the agent knows of a volume beyond its observation (agent-capacity.c). */
-typedef struct VolumeState {
-    char *name;
-    VolumeAssessment assessment; /* the latest health and its findings */
-    bool reported;               /* `reported_health` was logged and sent */
-    VolumeHealth reported_health;
-    GrowthDecision growth;       /* the latest growth decision */
-    const char *refusal_logged;  /* the growth refusal reason last logged */
-    bool growing;                /* a grow job is queued or running */
-    usec_t retry_at;             /* CLOCK_MONOTONIC: no grow before (backoff) */
-    unsigned failures;           /* grows failed in a row */
-    char *growth_error;          /* why the last grow failed, or NULL */
-    uint64_t grows, grow_failures; /* counters since the agent started */
-    uint64_t job_seq;            /* Agent.job_seq when a job on it last ended */
-    uint64_t grown_bytes;
-} VolumeState;
-
 typedef struct VolumeJob VolumeJob;
 typedef struct AgentCgroups AgentCgroups;
 typedef struct PendingCarve PendingCarve;
 typedef struct WorkspaceWaiter WorkspaceWaiter;
 typedef struct AgentVdo AgentVdo;
 typedef struct AgentCheck AgentCheck;
+typedef struct AgentCapacity AgentCapacity;
+typedef struct AgentProbe AgentProbe;
+typedef struct JobEnded JobEnded;
 
 typedef struct Agent {
     sd_event *event;
@@ -106,26 +108,21 @@ typedef struct Agent {
     char *last_status;           /* the last STATUS= sent to systemd */
 
     ApplyResult *volume_results; /* per volume: the latest outcome */
-    VolumeState *volume_states;  /* per observed volume (agent-capacity.c) */
-    size_t n_volume_states;
-    GrowthEnv growth_env;        /* what growth may do here (capabilities) */
-    sd_event_source *capacity_timer; /* starts and stops the fast watch */
-    Worker *capacity_watcher;    /* the watch worker (WORKER_OP_WATCH) */
-    char **watch_paths;          /* the mount paths it samples */
-    bool watch_near;             /* a volume is near a threshold */
-    bool watch_ended;            /* the watch worker exited on its own */
-    usec_t watch_quiet_since;    /* CLOCK_MONOTONIC: no volume near since */
+    AgentCapacity *capacity;     /* agent-capacity.c: growth, health, the fast watch */
     struct AgentGc *gc;          /* agent-gc.c; NULL without a sweep */
     AgentCgroups *cgroups;       /* agent-cgroups.c */
 
     /* Volume jobs (agent-jobs.c): running, then queued, in order. */
     VolumeJob *jobs;
     sd_event_source *jobs_start; /* starts the next startable job, one per iteration */
+    uint64_t job_seq;            /* counts ended volume jobs */
+    uint64_t job_all_seq;        /* job_seq when a job on every volume last ended */
+    JobEnded *jobs_ended;        /* per volume: job_seq when a job on it last ended */
+    size_t n_jobs_ended;
 
     /* The observation refresh (agent-volumes.c). */
     Worker *observer;
     bool observe_again;
-    uint64_t job_seq;            /* counts ended volume jobs */
     uint64_t observe_start_seq;  /* job_seq when the running refresh started */
     sd_event_source *observe_timer;
     struct MountMonitor *mount_monitor; /* the mount table's changes */
@@ -145,13 +142,7 @@ typedef struct Agent {
     bool exit_after_jobs;        /* stopping: exit once the last job ended */
     bool shutdown_stop_workspaces; /* POST /v1/shutdown's choice */
 
-    FlushProbe *probes;
-    size_t n_probes;
-    DaemonStats *daemon_stats;   /* per workspace (agent-probe.c) */
-    size_t n_daemon_stats;
-    sd_event_source *probe_timer;
-    Worker *prober;
-    char **probe_volumes;        /* volumes of the running probe, in order */
+    AgentProbe *probe;           /* agent-probe.c: flush costs, daemons' figures */
 
     PendingCarve *carves;        /* state volumes being carved for creates */
     struct PlaceCandidate *place_extras; /* agent_place_context's buffer */
@@ -162,6 +153,46 @@ typedef struct Agent {
     AgentVdo *vdo;               /* agent-vdo.c: fstrim; NULL without vdo-xfs */
     AgentCheck *check;           /* agent-check.c: the content pool's check */
 } Agent;
+
+/*
+ * A module of the agent (agent-<name>.c). The core (agent.c, the jobs,
+ * the cached observation) calls a module only through its row in
+ * agent_modules[] (agent.c), as the engine calls a backend through
+ * volume_backends[]: a module's state is its own (an opaque pointer in
+ * Agent), and a module calls down into the core, never into another
+ * module's row. Every op may be NULL.
+ */
+typedef struct AgentModule {
+    const char *name;
+    /* Starts it: at agent_run (when_up false), or once the volumes are up
+     * and again after every reload's apply (when_up: then it must be
+     * idempotent). A failure is the module's to log; the agent goes on. */
+    bool when_up;
+    int (*start)(Agent *a);
+    /* A reload's apply is done: instead of start for a when_up module. */
+    void (*layout_changed)(Agent *a);
+    /* agent_stop: what must not run on while the agent stops. */
+    void (*stop)(Agent *a);
+    /* agent_free: everything goes (the loop is over). */
+    void (*free)(Agent *a);
+    /* The cached observation changed (agent_volumes_changed). */
+    void (*observed)(Agent *a);
+    /* Adds what only it knows to a volume's API object o. */
+    void (*volume_json)(Agent *a, const VolumeObservation *v, json_object *o);
+    /* Its metric families (GET /metrics). */
+    void (*metrics)(Agent *a, MetricsWriter *w);
+    /* Hands its part of the problems' inputs to in (valid until its next
+     * call). Returns 0 or -ENOMEM. */
+    int (*problems)(Agent *a, ProblemInputs *in);
+} AgentModule;
+
+extern const AgentModule agent_capacity_module;
+extern const AgentModule agent_gc_module;
+extern const AgentModule agent_cgroups_module;
+extern const AgentModule agent_vdo_module;
+extern const AgentModule agent_probe_module;
+extern const AgentModule agent_check_module;
+extern const AgentModule agent_workspaces_module;
 
 /* The binary the workers run: this one, as it is running now (a package
  * upgrade replaces the file, not the running inode). */
@@ -185,6 +216,19 @@ void agent_ready(Agent *a);
 /* The loop ends once no volume job runs and the record is saved (the
  * answers waiting on that go out first). */
 void agent_exit_when_idle(Agent *a);
+/* The modules (agent_modules[], in agent.c): the observation changed; a
+ * volume's API object gets what each of them knows. */
+void agent_modules_observed(Agent *a);
+void agent_modules_volume_json(Agent *a, const VolumeObservation *v, json_object *o);
+/* The problems an operator must see (capacity_problems over what the core
+ * and the modules know); *ret_health the worst level. */
+json_object *agent_problems(Agent *a, VolumeHealth *ret_health);
+/* Every metric family (GET /metrics): the core's, then each module's. */
+int agent_metrics(Agent *a, MetricsWriter *w);
+/* Appends an event to the event ring behind GET /v1/events (when the
+ * API runs): type ("volume.health", ...) and its fields (taken; may be
+ * NULL). Every module sends its events through here. */
+void agent_event(Agent *a, const char *type, json_object *fields);
 /* The layout and the record, for short. */
 static inline const Layout *agent_layout(const Agent *a) {
     return a->engine->layout;
@@ -234,6 +278,8 @@ int agent_job_submit_full(Agent *a, const char *op, json_object *args, const cha
 size_t agent_jobs_count(Agent *a);
 /* A job runs now on this volume (or on every volume). */
 bool agent_jobs_busy(Agent *a, const char *volume);
+/* A job on this volume (or on every volume) ended after job_seq was seq. */
+bool agent_jobs_ended_since(Agent *a, const char *volume, uint64_t seq);
 /* Kills every job (the agent is going away). */
 void agent_jobs_abandon(Agent *a);
 
@@ -249,72 +295,49 @@ size_t agent_volumes_total(Agent *a);
 /* The health of a volume ("ok", "warning", "degraded", "failed") and, when
  * not ok, its worst finding (owned by the volume's state). */
 const char *agent_volume_health(Agent *a, const VolumeObservation *v, const char **ret_problem);
-/* The observation changed: growth is decided, health assessed, and health
- * transitions are logged and sent as events. */
+/* The observation changed: the modules are told (agent_modules[]: growth
+ * is decided, health assessed and its transitions reported, blocked
+ * workspaces start, ...). */
 void agent_volumes_changed(Agent *a);
+/* Merges statfs figures ([{"path", "statfs_error", "fs_size", ...}], from
+ * the capacity watch or the flush probe) into the cached observation. */
+void agent_volumes_merge_statfs(Agent *a, json_object *list);
 /* The volume's API object, with what only the agent knows. */
 json_object *agent_volume_json(Agent *a, const VolumeObservation *v);
 
 /* agent-capacity.c */
-int agent_capacity_start(Agent *a);
-void agent_capacity_stop(Agent *a);
-/* The state of a volume, or NULL when it was never observed. */
-VolumeState *agent_volume_state(Agent *a, const char *name);
-/* Decides growth for every observed volume (starting grow jobs), assesses
- * every volume's health, forgets volumes no longer observed, and arms the
- * fast watch when a volume nears a threshold. Health transitions are
- * returned through agent_volumes_changed's logging. */
-void agent_capacity_observed(Agent *a);
-/* Merges statfs figures ([{"path", "statfs_error", "fs_size", ...}], from
- * the watch or the flush probe) into the cached observation. */
-void agent_capacity_merge_statfs(Agent *a, json_object *list);
+/* The latest assessment of a volume, or NULL when it was never observed. */
+const VolumeAssessment *agent_capacity_assessment(Agent *a, const char *volume);
 /* Bytes placement may count on a volume beyond its free space: what growth
  * can still add (0 when it cannot grow). */
 uint64_t agent_capacity_growable(Agent *a, const VolumeObservation *v);
-/* New volumes of pool p the host can still hold, and why not more. */
-unsigned agent_capacity_carvable(Agent *a, const Pool *p, unsigned existing, unsigned refused,
-                                 const char **ret_limit);
-void agent_capacity_metrics(Agent *a, MetricsWriter *w);
 
 /* agent-cgroups.c */
-int agent_cgroups_start(Agent *a);
-void agent_cgroups_stop(Agent *a);
 /* A workspace's daemon runs (started, or re-adopted): into its scope. */
 void agent_cgroups_daemon_running(Agent *a, const char *id, pid_t pid);
-/* A reload: every running daemon's scope gets the layout's limits. */
-void agent_cgroups_layout_changed(Agent *a);
 void agent_cgroups_forget(Agent *a, const char *id);
 /* {"enabled", "reason"} for /v1/status; a workspace's cgroup object (or
  * NULL when it has none); the layoutd_workspace_* cgroup families. */
 json_object *agent_cgroups_status_json(Agent *a);
 json_object *agent_cgroups_workspace_json(Agent *a, const char *id);
-void agent_cgroups_metrics(Agent *a, MetricsWriter *w);
 
 /* agent-gc.c */
-int agent_gc_start(Agent *a);
 /* The pool's dirs and the roots that may hold references to it, as the
  * pool's tools take them: --content DIR[,DIR...] --state-root DIR...
  * Refused (-EBUSY, *ret_why) while a volume that may hold references is
  * out of service: a reference nobody can see looks like none. */
 int agent_gc_pool_args(Agent *a, const Pool *p, char ***ret, char **ret_why);
-void agent_gc_stop(Agent *a);
 /* POST /v1/gc: a sweep now (dry_run: report only). Returns 1 (op goes on)
  * or <0 with err set. */
 int agent_gc_run(Agent *a, bool dry_run, ApiOperation *op, ApiError *err);
-/* The observation changed: a pool short of free space sweeps early. */
-void agent_gc_observed(Agent *a);
 json_object *agent_gc_json(Agent *a);
-void agent_gc_metrics(Agent *a, MetricsWriter *w);
 
 /* agent-check.c */
 /* POST /v1/check: the content pool's check now (every stub against the
  * pool). Returns 1 (op goes on) or <0 with err set. */
 int agent_check_run(Agent *a, ApiOperation *op, ApiError *err);
-void agent_check_stop(Agent *a);
 
 /* agent-probe.c */
-int agent_flush_probe_start(Agent *a);
-void agent_flush_probe_stop(Agent *a);
 FlushProbe *agent_flush_probe_find(Agent *a, const char *volume);
 /* A workspace's daemon's own figures, or NULL (never read). */
 const DaemonStats *agent_daemon_stats(Agent *a, const char *id);
@@ -331,8 +354,6 @@ int agent_workspace_spawn(Agent *a, const WorkspaceRecord *w);
 /* Why the workspace's daemon may not start now (its state volume or a
  * content shard out of service), worded into buf; NULL when it may. */
 const char *agent_workspace_blocker(Agent *a, const char *id, char *buf, size_t size);
-/* The observation changed: blocked workspaces whose volumes are back start. */
-void agent_workspaces_volumes_changed(Agent *a);
 struct PlaceContext;
 /* The placement context over the cached observation (no device touched). */
 void agent_place_context(Agent *a, struct PlaceContext *ret);
@@ -346,14 +367,6 @@ int agent_workspace_restart(Agent *a, const char *id, ApiOperation *op, ApiError
 /* The workspace's API object. */
 json_object *agent_workspace_json(Agent *a, const WorkspaceRecord *w);
 
-/* agent-vdo.c: vdo-xfs volumes (periodic fstrim in a child; mode changes
- * are logged from the observation). */
-int agent_vdo_start(Agent *a);
-void agent_vdo_stop(Agent *a);
-void agent_vdo_observed(Agent *a);
-void agent_vdo_volume_json(Agent *a, const VolumeObservation *v, json_object *o);
-void agent_vdo_metrics(Agent *a, MetricsWriter *w);
-
 /* agent-api.c */
 extern const ApiOps agent_api_ops;
 int agent_api_start(Agent *a);
@@ -362,5 +375,3 @@ void agent_api_stop(Agent *a);
 /* A reload swapped the layout: applies what changed in api: (the
  * socket's mode and group) and says what waits for a restart. */
 void agent_api_layout_changed(Agent *a, const ApiConfig *old);
-/* Sends an event to the stream (when the API runs). Takes fields. */
-void agent_event(Agent *a, const char *type, json_object *fields);

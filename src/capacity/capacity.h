@@ -5,8 +5,9 @@
  * Capacity policy: pure functions from a layout pool and an observation
  * to a judgement. How full a volume is (usage.c), what its health is and
  * what an operator should do about it (health.c), whether it should grow
- * now and by how much (growth.c), and how much room the host has left for
- * growing and carving (host.c). Nothing here touches a device or keeps
+ * now and by how much (growth.c), how much room the host has left for
+ * growing and carving (host.c), where workspaces still fit (slots.c), and
+ * the problems an operator must see (problems.c). Nothing here touches a device or keeps
  * state: the agent feeds in what only it knows (the flush probe, a grow in
  * flight) and acts on the answers. See docs/operations.md, "Capacity".
  */
@@ -14,8 +15,12 @@
 #include <stdbool.h>
 #include <stdint.h>
 
+#include <json-c/json.h>
+
 #include "layout.h"
 #include "observation.h"
+#include "result.h"
+#include "state.h"
 
 typedef enum VolumeHealth {
     VOLUME_HEALTH_OK,
@@ -142,3 +147,70 @@ typedef struct HealthInputs {
  */
 int capacity_assess(const Pool *p, const VolumeObservation *v, const HealthInputs *in, VolumeAssessment *ret);
 void volume_assessment_done(VolumeAssessment *a);
+
+/* ---- slots.c ------------------------------------------------------------ */
+
+/* Whether state volume v of pool p takes another workspace now: in
+ * service, measured, health ok or warning, a workspace's reserve of bytes
+ * free (growable: what growth can still add) and of inodes. The
+ * per-volume workspace limit is the caller's to count. */
+bool capacity_volume_accepts(const Pool *p, const VolumeObservation *v, VolumeHealth health, uint64_t growable);
+
+/* New volumes of pool p the host can still hold: p's max_volumes less the
+ * `existing` ones and the `refused` indexes (taken for good), and no more
+ * than the host filesystem holds beyond its reserve (a pool with a
+ * device). *ret_limit (may be NULL): what limits it, "max_volumes",
+ * "refused" or "host-space". */
+unsigned capacity_pool_carvable(const Pool *p, const Observation *obs, unsigned existing, unsigned refused,
+                                const char **ret_limit);
+
+/* ---- problems.c --------------------------------------------------------- */
+
+/* A workspace's daemon, as far as problems go. */
+typedef enum ProblemDaemonState {
+    PROBLEM_DAEMON_OK,         /* running, starting, stopping: nothing to say */
+    PROBLEM_DAEMON_BACKOFF,    /* died, restarted after a backoff */
+    PROBLEM_DAEMON_CRASH_LOOP, /* hit its crash-loop limit: waits for a restart */
+    PROBLEM_DAEMON_BLOCKED,    /* not started: its volumes are out of service */
+} ProblemDaemonState;
+
+typedef struct ProblemVolume {
+    const char *name;
+    const VolumeAssessment *assessment; /* the latest; may be NULL */
+} ProblemVolume;
+
+typedef struct ProblemWorkspace {
+    const char *id;
+    ProblemDaemonState state;
+    uint64_t objects_missing;    /* its daemon's count (0: none, or not known) */
+    const char *missing_example; /* one of those digests, or NULL */
+    const char *blocker;         /* BLOCKED: why, worded, or NULL */
+} ProblemWorkspace;
+
+typedef struct ProblemInputs {
+    const ProblemVolume *volumes; /* every assessed volume */
+    size_t n_volumes;
+    const Observation *observation; /* the cached one (may be NULL) */
+    const StateRecord *record;   /* may be NULL */
+    const ApplyResult *results;  /* per volume: the latest outcome (may be NULL) */
+    const ProblemWorkspace *workspaces;
+    size_t n_workspaces;
+    const char *root;            /* the layout's root: names the host's problems */
+    const Pool *state_pool;      /* its growth.host_reserve (NULL: the default) */
+    int record_save_error;       /* the last save of the record: <0 failed */
+    const char *record_path;
+    const char *reload_error;    /* why the last reload was refused, or NULL */
+} ProblemInputs;
+
+/*
+ * The problems an operator must see, each naming what it is about
+ * ("volume", "workspace", "host", or nothing), how bad (level: warning,
+ * degraded, failed), a stable code and what to do: the findings of
+ * observed volumes the layout declares or the record holds, refused
+ * volumes not in service, an apply's notes and refused changes, daemons in
+ * a crash loop, backing off, blocked or missing objects, a host short of
+ * room, an unsaved record, a refused reload. *ret: a JSON array; *ret_worst
+ * (may be NULL): the worst level (OK with none).
+ * Returns 0 or -ENOMEM.
+ */
+int capacity_problems(const ProblemInputs *in, json_object **ret, VolumeHealth *ret_worst);

@@ -321,6 +321,37 @@ int engine_carve(Engine *e, PoolRole role, unsigned index, ApplyResult **ret, ch
     return 0;
 }
 
+int engine_merge_observation(Engine *e, Observation *fresh, bool complete, EngineKeepCached keep, void *userdata) {
+    Observation *cached = e->observation;
+    int r = 0;
+    if (!fresh)
+        return 0;
+    if (!cached) {
+        e->observation = fresh;
+        return 0;
+    }
+    if (complete) {
+        for (size_t i = 0; keep && i < cached->n; i++)
+            if (keep(cached->volumes[i].name, userdata) && observation_put(fresh, &cached->volumes[i]) < 0)
+                r = -ENOMEM;
+        observation_free(cached);
+        e->observation = fresh;
+        return r;
+    }
+    for (size_t i = 0; i < fresh->n; i++) {
+        VolumeObservation *v = &fresh->volumes[i];
+        if ((!keep || !keep(v->name, userdata) || !observation_find(cached, v->name)) &&
+            observation_put(cached, v) < 0)
+            r = -ENOMEM;
+    }
+    cached->has_backing_free = fresh->has_backing_free;
+    cached->backing_free = fresh->backing_free;
+    cached->backing_size = fresh->backing_size;
+    cached->taken_at = fresh->taken_at;
+    observation_free(fresh);
+    return r;
+}
+
 /* Looks again at one volume (and the host's free space) only: a grow must
  * be quick, and probing every volume of a large host is not. */
 static int observe_volume(Engine *e, const char *volume) {

@@ -83,6 +83,21 @@ DEFINE_TRIVIAL_CLEANUP_FUNC(Engine *, engine_free)
 /* Replaces e->observation with a fresh one (device reads). */
 int engine_observe(Engine *e);
 
+/* Whether the cached entry of volume `name` is kept over a fresh one. */
+typedef bool (*EngineKeepCached)(const char *name, void *userdata);
+
+/*
+ * Merges a fresh observation (taken, also on failure; may be NULL) into
+ * e->observation. complete: fresh looked at every volume (an observe, an
+ * apply of the whole layout), so a cached entry it lacks goes; otherwise
+ * (a job on one volume) cached entries it lacks stay. keep (may be NULL):
+ * the volumes whose cached entry wins over fresh's (one a job works on
+ * right now is better known from that job). The host's figures and
+ * taken_at are fresh's.
+ * Returns 0 or -ENOMEM (the merge goes on past the entry it lost).
+ */
+int engine_merge_observation(Engine *e, Observation *fresh, bool complete, EngineKeepCached keep, void *userdata);
+
 /* The plan from the latest observation (observes first when there is
  * none). Pure on top of that. */
 int engine_plan(Engine *e, Plan **ret);

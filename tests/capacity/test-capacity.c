@@ -384,12 +384,186 @@ static void test_health(void **state) {
     assert_int_equal(volume_health_from_string("degraded"), VOLUME_HEALTH_DEGRADED);
 }
 
+static void test_slots(void **state) {
+    Pool p = pool(BACKEND_LOOP_XFS, GIB);
+    p.workspace_reserve = 100 * MIB;
+    p.workspace_reserve_inodes = 4096;
+    VolumeObservation v = volume(GIB, 50, 10);
+    assert_true(capacity_volume_accepts(&p, &v, VOLUME_HEALTH_OK, 0));
+    assert_true(capacity_volume_accepts(&p, &v, VOLUME_HEALTH_WARNING, 0));
+    assert_false(capacity_volume_accepts(&p, &v, VOLUME_HEALTH_DEGRADED, 0));
+    assert_false(capacity_volume_accepts(&p, &v, VOLUME_HEALTH_FAILED, 0));
+    /* short of the reserve's bytes, unless growth can add them */
+    v = volume(GIB, 95, 10);
+    assert_false(capacity_volume_accepts(&p, &v, VOLUME_HEALTH_OK, 0));
+    assert_true(capacity_volume_accepts(&p, &v, VOLUME_HEALTH_OK, 100 * MIB));
+    /* short of inodes */
+    v = volume(GIB, 10, 70); /* 3000 free */
+    assert_false(capacity_volume_accepts(&p, &v, VOLUME_HEALTH_OK, 0));
+    v.fs_inodes_free = 4096;
+    assert_true(capacity_volume_accepts(&p, &v, VOLUME_HEALTH_OK, 0));
+    p.workspace_reserve_inodes = 0; /* no reserve: an empty table still takes one */
+    v.fs_inodes_free = 0;
+    assert_true(capacity_volume_accepts(&p, &v, VOLUME_HEALTH_OK, 0));
+    /* not measured, not in service */
+    v = volume(GIB, 10, 10);
+    v.has_statvfs = false;
+    assert_false(capacity_volume_accepts(&p, &v, VOLUME_HEALTH_OK, 0));
+    v = volume(GIB, 10, 10);
+    v.mounted_ours = false;
+    assert_false(capacity_volume_accepts(&p, &v, VOLUME_HEALTH_OK, 0));
+
+    /* carving: the pool's limit, refused indexes, the host's room */
+    const char *limit = NULL;
+    p.max_volumes = 8;
+    assert_int_equal(capacity_pool_carvable(&p, NULL, 3, 0, &limit), 5);
+    assert_string_equal(limit, "max_volumes");
+    assert_int_equal(capacity_pool_carvable(&p, NULL, 3, 2, &limit), 3);
+    assert_string_equal(limit, "refused");
+    assert_int_equal(capacity_pool_carvable(&p, NULL, 8, 1, &limit), 0);
+    assert_string_equal(limit, "max_volumes");
+    v = volume(GIB, 10, 10);
+    Observation o = host(&v, 4 * GIB + GIB / 2, 10 * GIB); /* 5% reserve: 512 MiB; 4 GiB carvable */
+    assert_int_equal(capacity_pool_carvable(&p, &o, 3, 0, &limit), 4);
+    assert_string_equal(limit, "host-space");
+    assert_int_equal(capacity_pool_carvable(&p, &o, 6, 0, NULL), 2);
+    Pool d = p;
+    d.backend = BACKEND_DIR; /* no backing file: the host does not limit it */
+    assert_int_equal(capacity_pool_carvable(&d, &o, 3, 0, &limit), 5);
+    assert_string_equal(limit, "max_volumes");
+}
+
+static json_object *problem(json_object *list, const char *code) {
+    for (size_t i = 0; i < json_object_array_length(list); i++) {
+        json_object *p = json_object_array_get_idx(list, i);
+        if (streq(json_object_get_string(json_object_object_get(p, "code")), code))
+            return p;
+    }
+    return NULL;
+}
+
+static const char *field(json_object *p, const char *k) {
+    return json_object_get_string(json_object_object_get(p, k));
+}
+
+static void test_problems(void **state) {
+    json_object *l = NULL;
+    VolumeHealth worst;
+
+    /* nothing to say */
+    ProblemInputs in = { .root = "/srv/layoutd" };
+    assert_int_equal(capacity_problems(&in, &l, &worst), 0);
+    assert_int_equal(json_object_array_length(l), 0);
+    assert_int_equal(worst, VOLUME_HEALTH_OK);
+    json_object_put(l);
+
+    /* a volume's findings, only when observed and declared (or recorded) */
+    VolumeObservation v[2] = { volume(GIB, 10, 10), volume(GIB, 10, 10) };
+    v[1].name = (char *) "state-1";
+    v[1].declared = false;
+    Observation o = { .volumes = v, .n = 2 };
+    VolumeFinding f = { .level = VOLUME_HEALTH_WARNING, .code = "filling", .message = (char *) "state-0 is 85% full" };
+    VolumeAssessment as = { .health = VOLUME_HEALTH_WARNING, .findings = &f, .n = 1 };
+    VolumeFinding f1 = { .level = VOLUME_HEALTH_FAILED, .code = "out-of-service", .message = (char *) "gone" };
+    VolumeAssessment as1 = { .health = VOLUME_HEALTH_FAILED, .findings = &f1, .n = 1 };
+    ProblemVolume pv[3] = { { "state-0", &as }, { "state-1", &as1 }, { "state-2", &as1 } };
+    in = (ProblemInputs) { .volumes = pv, .n_volumes = 3, .observation = &o, .root = "/srv/layoutd" };
+    assert_int_equal(capacity_problems(&in, &l, &worst), 0);
+    assert_int_equal(json_object_array_length(l), 1);
+    assert_int_equal(worst, VOLUME_HEALTH_WARNING);
+    json_object *p = problem(l, "filling");
+    assert_non_null(p);
+    assert_string_equal(field(p, "volume"), "state-0");
+    assert_string_equal(field(p, "level"), "warning");
+    assert_string_equal(field(p, "message"), "state-0 is 85% full");
+    json_object_put(l);
+
+    /* the latest apply: a refused volume not in service, notes, a refused change */
+    _cleanup_(apply_result_freep) ApplyResult *res = NULL;
+    assert_int_equal(apply_result_new(&res), 0);
+    ApplyVolumeResult *r = apply_result_add_volume(res, "state-3");
+    apply_volume_result_fail(r, APPLY_OUTCOME_REFUSED, -EEXIST, "a foreign file at state-3.img");
+    r->reason = strdup("foreign-signature");
+    r = apply_result_add_volume(res, "state-0");
+    apply_volume_result_note(r, "direct I/O refused: buffered");
+    assert_non_null(apply_volume_result_add_step(r, PLAN_STEP_REFUSE, "shrink state-0 from 1G to 512M: refused"));
+    in.results = res;
+    assert_int_equal(capacity_problems(&in, &l, &worst), 0);
+    assert_int_equal(json_object_array_length(l), 4);
+    assert_int_equal(worst, VOLUME_HEALTH_DEGRADED);
+    p = problem(l, "foreign-signature");
+    assert_non_null(p);
+    assert_string_equal(field(p, "message"), "state-3 was refused and is not used: a foreign file at state-3.img");
+    assert_string_equal(field(problem(l, "note"), "message"), "state-0: direct I/O refused: buffered");
+    assert_string_equal(field(problem(l, "refused-change"), "message"), "shrink state-0 from 1G to 512M: refused");
+    json_object_put(l);
+
+    /* workspaces: crash loop (failed), backoff, objects missing, blocked */
+    ProblemWorkspace ws[4] = {
+        { .id = "w1", .state = PROBLEM_DAEMON_CRASH_LOOP },
+        { .id = "w2", .state = PROBLEM_DAEMON_BACKOFF },
+        { .id = "w3", .objects_missing = 2, .missing_example = "sha256-ab" },
+        { .id = "w4", .state = PROBLEM_DAEMON_BLOCKED, .blocker = "its state volume state-1 is out of service" },
+    };
+    in = (ProblemInputs) { .workspaces = ws, .n_workspaces = 4, .root = "/srv/layoutd" };
+    assert_int_equal(capacity_problems(&in, &l, &worst), 0);
+    assert_int_equal(json_object_array_length(l), 4);
+    assert_int_equal(worst, VOLUME_HEALTH_FAILED);
+    p = problem(l, "crash-loop");
+    assert_string_equal(field(p, "workspace"), "w1");
+    assert_string_equal(field(p, "level"), "failed");
+    assert_non_null(strstr(field(p, "message"), "`layoutctl restart w1`"));
+    assert_string_equal(field(problem(l, "backoff"), "level"), "degraded");
+    assert_non_null(strstr(field(problem(l, "objects-missing"), "message"), "w3: 2 object(s)"));
+    assert_non_null(strstr(field(problem(l, "objects-missing"), "message"), "(one is sha256-ab)"));
+    assert_string_equal(field(problem(l, "blocked"), "message"),
+                        "w4: not started while its state volume state-1 is out of service; it starts by itself "
+                        "once the volume is back in service");
+    json_object_put(l);
+
+    /* the host: overcommitted, then low; an unsaved record; a refused reload */
+    VolumeObservation hv = volume(GIB, 10, 10);
+    hv.file_allocated = 0; /* promises 1 GiB */
+    Observation ho = host(&hv, GIB / 2, 100 * GIB);
+    in = (ProblemInputs) { .observation = &ho, .root = "/srv/layoutd" };
+    assert_int_equal(capacity_problems(&in, &l, &worst), 0);
+    assert_int_equal(worst, VOLUME_HEALTH_DEGRADED);
+    p = problem(l, "host-overcommitted");
+    assert_string_equal(field(p, "host"), "/srv/layoutd");
+    assert_non_null(strstr(field(p, "message"), "/srv/layoutd/images"));
+    json_object_put(l);
+    ho.backing_free = 3 * GIB; /* 2 GiB beyond the promise, under the 5 GiB reserve */
+    assert_int_equal(capacity_problems(&in, &l, &worst), 0);
+    assert_int_equal(worst, VOLUME_HEALTH_WARNING);
+    assert_non_null(problem(l, "host-low"));
+    json_object_put(l);
+    Pool sp = pool(BACKEND_LOOP_XFS, GIB);
+    enable_growth(&sp, 4 * GIB);
+    sp.growth.host_reserve_percent = 0;
+    sp.growth.host_reserve = GIB; /* a reserve of its own: 2 GiB is enough */
+    in.state_pool = &sp;
+    in.record_save_error = -ENOSPC;
+    in.record_path = "/srv/layoutd/record.json";
+    in.reload_error = "layout.yaml: bad";
+    assert_int_equal(capacity_problems(&in, &l, &worst), 0);
+    assert_null(problem(l, "host-low"));
+    assert_non_null(strstr(field(problem(l, "record-unsaved"), "message"), "/srv/layoutd/record.json"));
+    p = problem(l, "reload-refused");
+    assert_null(json_object_object_get(p, "host"));
+    assert_non_null(strstr(field(p, "message"), "layout.yaml: bad"));
+    assert_int_equal(json_object_array_length(l), 2);
+    assert_int_equal(worst, VOLUME_HEALTH_DEGRADED);
+    json_object_put(l);
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_usage),
         cmocka_unit_test(test_host),
         cmocka_unit_test(test_growth),
         cmocka_unit_test(test_health),
+        cmocka_unit_test(test_slots),
+        cmocka_unit_test(test_problems),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
