@@ -281,6 +281,8 @@ COLS = ["n", "h", "rate", "arm", "heavy got MB/s (each)", "p50", "p95", "p99", "
 
 def report(out):
     recs = [json.loads(l) for l in open(f"{out}/arms.jsonl") if l.strip()]
+    for r in recs:
+        summarize(r)  # from the raw lines: a changed summary re-derives old runs
     rows = []
     for r in sorted(recs, key=lambda r: (-r["n"], r["rate_MBps"], ORDER.index(r["arm"]) if r["arm"] in ORDER else 99)):
         s = r.get("summary") or {}
