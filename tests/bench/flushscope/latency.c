@@ -116,6 +116,19 @@ static int save(int dirfd, const char *dir, unsigned k, char *buf) {
     return 0;
 }
 
+/* This thread's run-queue wait so far (/proc/thread-self/schedstat,
+ * second field): time it was runnable and waited for a CPU, ns. */
+static uint64_t runq_wait_ns(void) {
+    unsigned long long run = 0, wait = 0;
+    FILE *f = fopen("/proc/thread-self/schedstat", "re");
+    if (!f)
+        return 0;
+    if (fscanf(f, "%llu %llu", &run, &wait) != 2)
+        wait = 0;
+    fclose(f);
+    return wait;
+}
+
 static int cmp_u64(const void *a, const void *b) {
     uint64_t x = *(const uint64_t *) a, y = *(const uint64_t *) b;
     return x < y ? -1 : x > y;
@@ -198,7 +211,7 @@ int main(int argc, char **argv) {
         for (unsigned i = 0; i < n; i++)
             printf("%s%" PRIu64, i ? "," : "", lat[i]);
         qsort(lat, n, sizeof *lat, cmp_u64);
-        printf("],\"max_us\":%" PRIu64 "", n ? lat[n - 1] : 0);
+        printf("],\"max_us\":%" PRIu64 ",\"runq_wait_us\":%" PRIu64, n ? lat[n - 1] : 0, runq_wait_ns() / 1000);
         if (err[0])
             printf(",\"error\":\"%s\"", err);
         printf("}\n");

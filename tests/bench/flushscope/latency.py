@@ -81,6 +81,27 @@ def jbd2_host():
     return out
 
 
+def sched_wait_ns(pid):
+    """Run-queue wait of all threads of pid, ns (/proc/PID/task/*/schedstat,
+    second field): time runnable but not running, i.e. waiting for a CPU."""
+    total = 0
+    try:
+        for t in os.listdir(f"/proc/{pid}/task"):
+            with open(f"/proc/{pid}/task/{t}/schedstat") as f:
+                total += int(f.read().split()[1])
+    except (OSError, IndexError, ValueError):
+        return None
+    return total
+
+
+def wsfs_stats(path):
+    try:
+        with open(path) as f:
+            return json.load(f)
+    except (OSError, ValueError):
+        return {}
+
+
 def layout_yaml(c, root, spec, n, h, rate_mb):
     sock = f"{root}/api.sock"
     if spec["storage"] == "shared":
@@ -104,7 +125,7 @@ root: {root}
 pools:
 {pools}
 workspace:
-  command: [{c.wsfs}, --state, "{{state_dir}}", --content, "{{content_dirs}}", --commit=syncfs, "{{mountpoint}}"]
+  command: [{c.wsfs}, --state, "{{state_dir}}", --content, "{{content_dirs}}", --commit=syncfs, "--stats-file={root}/stats/{{id}}.json", "{{mountpoint}}"]
   restart: never
   ready_timeout: 30s
   stop_timeout: 3s
@@ -139,7 +160,7 @@ def run_arm(c, n, h, rate_mb, arm, order):
     spec = dict(ARMS[arm], name=arm)
     root = f"{c.work}/iso-n{n}-h{h}-r{rate_mb}-{arm}"
     layout = f"{root}.yaml"
-    os.makedirs(root, exist_ok=True)
+    os.makedirs(f"{root}/stats", exist_ok=True)
     with open(layout, "w") as f:
         f.write(layout_yaml(c, root, spec, n, h, rate_mb))
     rec = {"n": n, "h": h, "rate_MBps": rate_mb if not spec.get("solo") else 0, "arm": arm, "order": order,
@@ -166,6 +187,8 @@ def run_arm(c, n, h, rate_mb, arm, order):
         io0 = {d: sampler.block_stat(d) for d in devs}
         cpu0 = sampler.cpu_times()
         rec["jbd2_before"] = jbd2_host()
+        wait0 = {w["id"]: sched_wait_ns(w["daemon"].get("pid")) for w in ws}
+        st0 = {w["id"]: wsfs_stats(f"{root}/stats/{w['id']}.json") for w in ws}
         start_at = time.time_ns() + int((1.0 + 0.05 * n) * 1e9)
         procs = []
         for i, w in enumerate(ws):
@@ -194,6 +217,15 @@ def run_arm(c, n, h, rate_mb, arm, order):
             res.append(r)
         cpu1 = sampler.cpu_times()
         rec["jbd2_after"] = jbd2_host()
+        for r in res:
+            pid = next(w["daemon"].get("pid") for w in ws if w["id"] == r["id"])
+            w1 = sched_wait_ns(pid)
+            if w1 is not None and wait0.get(r["id"]) is not None:
+                r["daemon_runq_wait_ms"] = round((w1 - wait0[r["id"]]) / 1e6, 1)
+            st1 = wsfs_stats(f"{root}/stats/{r['id']}.json")
+            for k in ("flushes", "flush_us", "app_fsyncs"):
+                if k in st1:
+                    r[f"daemon_{k}"] = st1[k] - (st0.get(r["id"]) or {}).get(k, 0)
         rec["cpu"] = sampler.cpu_delta(cpu0, cpu1)
         rec["io"] = {d: sampler.stat_delta(io0[d], sampler.block_stat(d)) for d in devs}
         rec["io_names"] = {d: (os.path.basename(backing.get(d) or "") or "root fs") for d in devs}
@@ -266,6 +298,13 @@ def summarize(rec):
         s["root_flushes"] = io[rootd[0]]["flush_ios"]
         s["root_write_MB"] = round(io[rootd[0]]["write_bytes"] / 1e6, 1)
         s["root_write_ios"] = io[rootd[0]]["write_ios"]
+    qw = [w for w in ws if w.get("role") == "quiet"]
+    if qw and q and all("runq_wait_us" in w for w in qw):  # (runs from before it was recorded: none)
+        tot = sum(q) / 1000.0  # ms of save latency, all quiet saves
+        s["quiet_worker_runq_ms_per_save"] = round(sum(w.get("runq_wait_us", 0) for w in qw) / 1000.0 / len(q), 2)
+        s["quiet_daemon_runq_ms_per_save"] = round(sum(w.get("daemon_runq_wait_ms") or 0 for w in qw) / len(q), 2)
+        s["quiet_flush_ms_per_save"] = round(sum((w.get("daemon_flush_us") or 0) for w in qw) / 1000.0 / len(q), 2)
+        s["quiet_mean_ms"] = round(tot / len(q), 2)
     s["host_alloc_MB"] = round(sum((rec.get("host_alloc_delta_bytes") or {}).values()) / 1e6, 1)
     s["cpu_busy_pct"] = round(100 - (rec.get("cpu") or {}).get("idle_pct", 100) - (rec.get("cpu") or {}).get(
         "iowait_pct", 0), 1)
@@ -276,7 +315,8 @@ def summarize(rec):
 # ---------------------------------------------------------------- report
 
 COLS = ["n", "h", "rate", "arm", "heavy got MB/s (each)", "p50", "p95", "p99", "p99.9", "max",
-        "p99 with heavy", "p99 other", "root flushes", "host alloc MB", "CPU busy %", "carve s", "load before"]
+        "p99 with heavy", "p99 other", "mean", "runq wait/save", "flush/save", "root flushes", "host alloc MB",
+        "CPU busy %", "carve s", "load before"]
 
 
 def report(out):
@@ -290,14 +330,19 @@ def report(out):
         rows.append([r["n"], r["h"], r["rate_MBps"], r["arm"] + ("" if r["ok"] else " (FAILED)"),
                      "/".join(f"{x:.0f}" for x in got) if got else "-",
                      s.get("p50_ms"), s.get("p95_ms"), s.get("p99_ms"), s.get("p99.9_ms"), s.get("max_ms"),
-                     s.get("p99_with_heavy_ms"), s.get("p99_other_ms"), s.get("root_flushes"),
+                     s.get("p99_with_heavy_ms"), s.get("p99_other_ms"), s.get("quiet_mean_ms"),
+                     (round(s["quiet_worker_runq_ms_per_save"] + s["quiet_daemon_runq_ms_per_save"], 2)
+                      if s.get("quiet_daemon_runq_ms_per_save") is not None else None),
+                     s.get("quiet_flush_ms_per_save"), s.get("root_flushes"),
                      s.get("host_alloc_MB"), s.get("cpu_busy_pct"), r.get("carve_s"),
                      (r.get("loadavg_before") or [None])[0]])
     fmt = lambda v: "-" if v is None else str(v)
     md = ["# Isolation: quiet-save latency (ms) under heavy neighbours", "",
           "Latency from each save's scheduled start (8 × 4 KiB files, fsync last, fsync dir), all quiet "
           "workspaces pooled; `p99 with heavy` / `other`: quiet workspaces whose state volume holds / does not "
-          "hold a heavy one (shared: all on one). Solo: the heavy workspaces idle.", "",
+          "hold a heavy one (shared: all on one). Solo: the heavy workspaces idle. `mean`, `runq wait/save` "
+          "(the quiet workers' and their daemons' run-queue wait, schedstat) and `flush/save` (their daemons' "
+          "syncfs time, wsfs stats) are per save, in ms. Root flushes: flush requests that reached the host disk.", "",
           "| " + " | ".join(COLS) + " |", "|" + "---|" * len(COLS)]
     md += ["| " + " | ".join(fmt(v) for v in row) + " |" for row in rows]
     md += ["", "Placement (heavy volumes; quiet workspaces sharing one with a heavy):"]
