@@ -376,16 +376,17 @@ def plot(out, recs):
         if not r["ok"] or s.get("p99_ms") is None:
             continue
         key = f"{r['arm']} N={r['n']}/H={r['h']}"
-        pts = [(x, s["p99_ms"]) for x in rates] if r["arm"] == "solo" else [(r["rate_MBps"], s["p99_ms"])]
-        series.setdefault(key, []).extend(pts)
+        for x in (rates if r["arm"] == "solo" else [r["rate_MBps"]]):
+            series.setdefault(key, {}).setdefault(x, []).append(s["p99_ms"])
     if not series:
         return
     plots = []
-    for k, (name, pts) in enumerate(sorted(series.items())):
+    for k, (name, by_rate) in enumerate(sorted(series.items())):
         dat = f"{out}/plot-{k}.dat"
-        with open(dat, "w") as f:
-            for x, y in sorted(pts):
-                f.write(f"{x} {y}\n")
+        with open(dat, "w") as f:  # the median of the runs at a rate
+            for x in sorted(by_rate):
+                v = sorted(by_rate[x])
+                f.write(f"{x} {v[len(v) // 2] if len(v) % 2 else (v[len(v) // 2 - 1] + v[len(v) // 2]) / 2}\n")
         dash = "dt 2" if "N=9" in name else "dt 1"
         plots.append(f"'{dat}' using 1:2 with linespoints {dash} lw 2 title '{name}'")
     gp = f"""set terminal pngcairo size 1000,620
