@@ -68,8 +68,9 @@ static void plan_missing_file(LoopPlan *lp) {
         return;
     }
     /* Never formatted (or never made): nothing can be lost. */
-    PlanStep *s = plan_builder_emit(lp->b, lp->subj, PLAN_STEP_CREATE_FILE, "create sparse backing file %s (%s)",
-                                    o->backing_path, plan_format_size(sz, lp->pool->volume_size));
+    PlanStep *s = plan_builder_emit(lp->b, lp->subj, PLAN_STEP_CREATE_FILE, "create %s backing file %s (%s)",
+                                    lp->pool->preallocate ? "preallocated" : "sparse", o->backing_path,
+                                    plan_format_size(sz, lp->pool->volume_size));
     if (s) {
         plan_builder_set(lp->b, &s->path, o->backing_path);
         s->size = lp->pool->volume_size;

@@ -130,6 +130,28 @@ int backend_check_space(VolumeSetup *s, const char *dir, uint64_t need, ApplySte
     return 0;
 }
 
+/* Gives the backing file fd the size `size`: sparse (ftruncate), or with
+ * preallocate every byte of [0, size) allocated by fallocate(2), the old
+ * part's holes included (a file carved sparse before the pool said
+ * preallocate gets them filled at its next grow; fallocate skips what is
+ * allocated already). Allocated extents
+ * are unwritten ones: they read as zeros, so a fresh file still takes the
+ * prezeroed mkfs, and no zeros are written. Why at all: a direct-I/O write
+ * through the loop device into a hole allocates on the host filesystem,
+ * which makes the volume's fsync a host journal commit (shared by every
+ * volume on it); into an allocated extent it is not, except the first
+ * write's unwritten-to-written conversion. Then fsync. */
+static int size_backing_file(int fd, uint64_t size, bool preallocate) {
+    if (preallocate) {
+        if (fallocate(fd, 0, 0, (off_t) size) < 0)
+            return negative_errno();
+    } else if (ftruncate(fd, (off_t) size) < 0)
+        return negative_errno();
+    if (fsync(fd) < 0)
+        return negative_errno();
+    return 0;
+}
+
 int backend_step_create_file(VolumeSetup *s, const PlanStep *p, ApplyStepResult *sr) {
     _cleanup_free_ char *dir = strdup(p->path);
     int r;
@@ -182,10 +204,11 @@ int backend_step_create_file(VolumeSetup *s, const PlanStep *p, ApplyStepResult 
     s->undo_file = strdup(p->path);
     if (!s->undo_file)
         return -ENOMEM;
-    /* Sparse on purpose (like Incus loop pools): space is allocated as the
-     * filesystem inside writes; backend_check_space() keeps that honest. */
-    if (ftruncate(fd, (off_t) p->size) < 0 || fsync(fd) < 0) {
-        r = negative_errno();
+    /* Sparse by default (like Incus loop pools): space is allocated as the
+     * filesystem inside writes; backend_check_space() keeps that honest.
+     * preallocate: true allocates it all now instead. */
+    r = size_backing_file(fd, p->size, s->pool && s->pool->preallocate);
+    if (r < 0) {
         apply_step_result_message(sr, "cannot size %s: %s", p->path, strerror(-r));
         return r;
     }
@@ -502,8 +525,8 @@ int backend_grow_storage(VolumeSetup *s, const PlanStep *p, uint64_t *ret_new_si
         if (r < 0)
             return r;
         _cleanup_close_ int fd = open(p->path, O_WRONLY | O_CLOEXEC | O_NOFOLLOW);
-        if (fd < 0 || ftruncate(fd, (off_t) p->size) < 0 || fsync(fd) < 0) {
-            r = negative_errno();
+        r = fd < 0 ? negative_errno() : size_backing_file(fd, p->size, s->pool && s->pool->preallocate);
+        if (r < 0) {
             apply_step_result_message(sr, "cannot extend %s: %s", p->path, strerror(-r));
             return r;
         }

@@ -171,6 +171,8 @@ static json_object *pool_to_json(Out *o, const Pool *p) {
     } else
         add_u64(o, j, "shards", p->shards);
     add_bool(o, j, "direct_io", p->direct_io);
+    if (!dir)
+        add_bool(o, j, "preallocate", p->preallocate);
     if (!dir) {
         json_object *wb = json_object_new_object();
         if (!wb)

@@ -30,7 +30,7 @@
 
 static const char *const pool_keys[] = {
     "backend", "volume_size", "min_volumes", "max_volumes", "workspaces_per_volume", "direct_io",
-    "writeback", "mkfs_options", "mount_options", "placement", "tenant_isolation", "workspace_reserve",
+    "preallocate", "writeback", "mkfs_options", "mount_options", "placement", "tenant_isolation", "workspace_reserve",
     "workspace_reserve_inodes", "shards", "vdo", "capacity", "growth", "gc", NULL,
 };
 static const char *const vdo_keys[] = {
@@ -223,6 +223,19 @@ static void parse_pool(Parser *p, const LayoutNode *n, PoolRole role, Pool *pool
                     "on; remove the key or set it to false");
             else
                 pool->direct_io = d;
+        }
+    }
+    /* A backing file of our own that the loop device writes into: not the
+     * dir backend (no file), not vdo-xfs (dm-vdo owns the allocation of
+     * its physical file, and may sit on a block device). */
+    if ((v = lp_map_get(n, "preallocate", &k))) {
+        bool pa;
+        if (lp_get_bool(p, v, "preallocate", &pa)) {
+            if (pa && traits && (!traits->uses_loop || traits->takes_vdo))
+                lp_err(p, v, "preallocate: applies to the backing files of loop-ext4, loop-xfs and loop-btrfs; "
+                    "backend %s has none of its own to allocate", bname);
+            else
+                pool->preallocate = pa;
         }
     }
     if ((v = lp_map_get(n, "writeback", &k))) {

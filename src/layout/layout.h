@@ -165,6 +165,11 @@ typedef struct Pool {
     unsigned max_volumes;            /* upper bound for on-demand carving */
     unsigned workspaces_per_volume;  /* the flush-scope bound (state pool) */
     bool direct_io;                  /* default true; loop backends only */
+    bool preallocate;                /* default false; loop-ext4/xfs/btrfs:
+                                        the backing file is fully allocated
+                                        (fallocate) at carve and at growth,
+                                        so writes inside never allocate on
+                                        the host filesystem */
     WritebackLimits writeback;
     char **mkfs_options;             /* extra argv for mkfs (strv, may be empty) */
     char *mount_options;             /* comma-separated, may be NULL */

@@ -534,6 +534,28 @@ static void test_rules(void **state) {
         layout_free(r);
         free(y);
     }
+    /* preallocate: only where the pool has loop backing files of its own. */
+    CHECK_STRING(HDR "    backend: dir\n    preallocate: true\n",
+                 { 5, 18, "preallocate: applies to the backing files of loop-ext4, loop-xfs and loop-btrfs" });
+    CHECK_STRING(HDR "    backend: vdo-xfs\n    volume_size: 8GiB\n    preallocate: true\n",
+                 { 6, 18, "backend vdo-xfs has none of its own" });
+    CHECK_STRING(HDR "    preallocate: yes please\n", { 4, 18, "preallocate: expected true or false" });
+    static const struct { const char *backend, *extra; bool want; } preallocs[] = {
+        { "loop-ext4", "", false },
+        { "loop-ext4", "    preallocate: true\n", true },
+        { "loop-xfs", "    preallocate: true\n", true },
+        { "loop-btrfs", "    preallocate: true\n", true },
+        { "loop-xfs", "    preallocate: false\n", false },
+        { "dir", "    preallocate: false\n", false }, /* false is what dir is */
+    };
+    for (size_t i = 0; i < ELEMENTSOF(preallocs); i++) {
+        char *y = NULL;
+        assert_true(asprintf(&y, HDR "    backend: %s\n%s", preallocs[i].backend, preallocs[i].extra) > 0);
+        Layout *r = parse_ok(y);
+        assert_int_equal(layout_pool(r, POOL_STATE)->preallocate, preallocs[i].want);
+        layout_free(r);
+        free(y);
+    }
     /* an explicit min_volumes above the default max raises max */
     Layout *l = parse_ok(HDR "    min_volumes: 20\n");
     assert_int_equal(layout_pool(l, POOL_STATE)->max_volumes, 20);

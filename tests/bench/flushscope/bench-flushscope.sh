@@ -88,7 +88,21 @@ export PYTHONDONTWRITEBYTECODE=1
 log "profile $profile, results in $out, load average $(cut -d' ' -f1-3 /proc/loadavg)"
 # In the background and waited for, so that a SIGTERM to this script is
 # handled at once (bash runs traps only between commands or in wait).
-"$PY" "$(dirname "${BASH_SOURCE[0]}")/flushscope.py" run --work "$WORK" --build "$LAYOUTD_BUILD_DIR" \
-    --out "$out" --profile "$profile" "${args[@]}" &
+case $profile in
+    # The isolation (latency) profile: latency.py, README.md "Isolation".
+    # isolation-smoke (CI): N=4, H=1, 10 s per arm; proves it runs and
+    # yields numbers, asserts nothing about them.
+    isolation-smoke)
+        [ -x "$LAYOUTD_BUILD_DIR/tests/bench/flushscope/flushscope-latency" ] || fail "flushscope-latency not built"
+        "$PY" "$(dirname "${BASH_SOURCE[0]}")/latency.py" run --work "$WORK" --build "$LAYOUTD_BUILD_DIR" \
+            --out "$out" --configs 4:1 --rates 20 --duration 10 "${args[@]}" & ;;
+    isolation)
+        [ -x "$LAYOUTD_BUILD_DIR/tests/bench/flushscope/flushscope-latency" ] || fail "flushscope-latency not built"
+        "$PY" "$(dirname "${BASH_SOURCE[0]}")/latency.py" run --work "$WORK" --build "$LAYOUTD_BUILD_DIR" \
+            --out "$out" "${args[@]}" & ;;
+    *)
+        "$PY" "$(dirname "${BASH_SOURCE[0]}")/flushscope.py" run --work "$WORK" --build "$LAYOUTD_BUILD_DIR" \
+            --out "$out" --profile "$profile" "${args[@]}" & ;;
+esac
 DRIVER=$!
 wait "$DRIVER"

@@ -259,8 +259,8 @@ def layout_yaml(c, root, spec, n):
         bound = spec["bound"]
         nvol = int(math.ceil(n / bound))
         vs, cs = volume_sizes(n, bound, c.files)
-        wb = lambda role: (f", writeback: {{max_bytes: {WSCAP[role]}, strict_limit: true}}"
-                           if spec.get("wscap") else "")
+        wb = lambda role: ((f", writeback: {{max_bytes: {WSCAP[role]}, strict_limit: true}}"
+                            if spec.get("wscap") else "") + (", preallocate: true" if spec.get("prealloc") else ""))
         pools = f"""  state: {{backend: loop-ext4, volume_size: {vs}MiB, min_volumes: {nvol}, max_volumes: {nvol}, workspaces_per_volume: {bound}, direct_io: true{wb("state")}}}
   content: {{backend: loop-ext4, volume_size: {cs}MiB, shards: 1, direct_io: true, gc: false{wb("content")}}}"""
     args = [f"--commit={spec.get('commit', 'syncfs')}", f'"--stats-file={root}/stats/{{id}}.json"']

@@ -25,7 +25,7 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 COLOR = {"shared": "#d62728", "layoutd-b3": "#1f77b4", "layoutd-b3-wscap": "#17becf", "layoutd-b1": "#2ca02c",
          "shared-fdatasync": "#e377c2", "shared-published": "#ff7f0e", "layoutd-b3-published": "#8c564b",
          "shared-nofuse": "#9467bd", "layoutd-b3-nofuse": "#bcbd22", "native-fsync": "#000000",
-         "native-buffered": "#7f7f7f"}
+         "native-buffered": "#7f7f7f", "layoutd-b3-prealloc-nofuse": "#ff9896"}
 
 
 def median(v):
