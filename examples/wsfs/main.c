@@ -33,6 +33,7 @@ typedef struct Args {
     bool debug;
     const char *profile;
     int writeback, splice, xattrs; /* -1: the profile's */
+    int negative, flush, cache_symlinks, parallel_dirops, keep_cache, readdirplus; /* -1: the profile's */
     double timeout;                /* <0: the profile's */
 } Args;
 
@@ -62,6 +63,12 @@ static void usage(FILE *f) {
             "  --splice=on|off          splice reads and writes (default off)\n"
             "  --timeout=SEC            attribute and entry timeout (default 86400)\n"
             "  --xattrs                 pass extended attributes through (default: EOPNOTSUPP)\n"
+            "  --negative-entries=on|off  cache a failed lookup for the timeout (default on)\n"
+            "  --flush=on|off           answer FLUSH (default off: ENOSYS, the kernel stops sending it)\n"
+            "  --cache-symlinks=on|off  the kernel caches symlink targets (default on)\n"
+            "  --parallel-dirops=on|off lookups and readdirs of one dir in parallel (default on)\n"
+            "  --keep-cache=on|off      opens keep the kernel's cached pages (default on)\n"
+            "  --readdirplus=auto|always|off  READDIRPLUS (default auto)\n"
             "  --cas-threshold=BYTES    files this large move to the pool (default 64KiB, 0 = off)\n"
             "  --pool-share=BYTES|unlimited  bytes of pool objects this workspace may reference\n"
             "                           (default unlimited; beyond it files stay in the state dir)\n"
@@ -100,7 +107,8 @@ static int parse_bool(const char *s) {
 
 static int parse_args(int argc, char **argv, Args *a) {
     enum { O_STATE = 256, O_CONTENT, O_COMMIT, O_BREC, O_BMS, O_THREADS, O_CAS, O_STATS, O_FG, O_HELP,
-           O_FDCACHE, O_PROFILE, O_WB, O_SPLICE, O_TIMEOUT, O_XATTRS, O_SHARE };
+           O_FDCACHE, O_PROFILE, O_WB, O_SPLICE, O_TIMEOUT, O_XATTRS, O_SHARE, O_NEG, O_FLUSH, O_CSYM, O_PDIR,
+           O_KEEP, O_RDP };
     static const struct option opts[] = {
         { "state", required_argument, NULL, O_STATE },
         { "content", required_argument, NULL, O_CONTENT },
@@ -118,6 +126,12 @@ static int parse_args(int argc, char **argv, Args *a) {
         { "timeout", required_argument, NULL, O_TIMEOUT },
         { "xattrs", no_argument, NULL, O_XATTRS },
         { "pool-share", required_argument, NULL, O_SHARE },
+        { "negative-entries", required_argument, NULL, O_NEG },
+        { "flush", required_argument, NULL, O_FLUSH },
+        { "cache-symlinks", required_argument, NULL, O_CSYM },
+        { "parallel-dirops", required_argument, NULL, O_PDIR },
+        { "keep-cache", required_argument, NULL, O_KEEP },
+        { "readdirplus", required_argument, NULL, O_RDP },
         { "help", no_argument, NULL, O_HELP },
         {},
     };
@@ -125,7 +139,9 @@ static int parse_args(int argc, char **argv, Args *a) {
 
     *a = (Args) { .mode = COMMIT_SYNCFS, .batch_records = 512, .batch_ms = 50, .threads = 0,
                   .cas_threshold = 64 * KIB, .fd_cache = 1024, .profile = "default",
-                  .writeback = -1, .splice = -1, .xattrs = 0, .timeout = -1, .pool_share = UINT64_MAX };
+                  .writeback = -1, .splice = -1, .xattrs = 0, .timeout = -1, .pool_share = UINT64_MAX,
+                  .negative = -1, .flush = -1, .cache_symlinks = -1, .parallel_dirops = -1, .keep_cache = -1,
+                  .readdirplus = -1 };
     while ((c = getopt_long(argc, argv, "fdo:h", opts, NULL)) >= 0) {
         switch (c) {
         case O_STATE:
@@ -180,6 +196,29 @@ static int parse_args(int argc, char **argv, Args *a) {
         }
         case O_XATTRS:
             a->xattrs = 1;
+            break;
+        case O_NEG:
+        case O_FLUSH:
+        case O_CSYM:
+        case O_PDIR:
+        case O_KEEP: {
+            int *v = c == O_NEG ? &a->negative : c == O_FLUSH ? &a->flush : c == O_CSYM ? &a->cache_symlinks
+                     : c == O_PDIR ? &a->parallel_dirops : &a->keep_cache;
+            const char *name = c == O_NEG ? "negative-entries" : c == O_FLUSH ? "flush" : c == O_CSYM ? "cache-symlinks"
+                               : c == O_PDIR ? "parallel-dirops" : "keep-cache";
+            if ((*v = parse_bool(optarg)) < 0)
+                return BAD("--%s: '%s' is not on or off", name, optarg);
+            break;
+        }
+        case O_RDP:
+            if (streq(optarg, "off"))
+                a->readdirplus = 0;
+            else if (streq(optarg, "always"))
+                a->readdirplus = 1;
+            else if (streq(optarg, "auto"))
+                a->readdirplus = 2;
+            else
+                return BAD("--readdirplus: '%s' is not one of auto, always, off", optarg);
             break;
         case O_SHARE:
             if (streq(optarg, "unlimited"))
@@ -236,6 +275,21 @@ static int parse_args(int argc, char **argv, Args *a) {
         a->splice = 0;
     if (a->timeout < 0)
         a->timeout = published ? 1.0 : 86400.0;
+    /* The request cuts: what the published engine did (every failed
+     * lookup asked again, FLUSH answered, symlinks read each time, pages
+     * dropped at each open), and the kernel's defaults for the rest. */
+    if (a->negative < 0)
+        a->negative = !published;
+    if (a->flush < 0)
+        a->flush = published;
+    if (a->cache_symlinks < 0)
+        a->cache_symlinks = !published;
+    if (a->keep_cache < 0)
+        a->keep_cache = !published;
+    if (a->parallel_dirops < 0)
+        a->parallel_dirops = 1;
+    if (a->readdirplus < 0)
+        a->readdirplus = 2;
 
     /* The agent says where it reads the counters (it cannot add options to
      * the layout's command); an explicit --stats-file wins. */
@@ -367,7 +421,9 @@ int main(int argc, char **argv) {
     FsConfig fcfg = { .root_fd = root_fd, .pool = &pool, .cas_threshold = a.cas_threshold, .mode = a.mode,
                       .stats = &stats, .fd_cache = a.fd_cache, .threads = a.threads,
                       .writeback = a.writeback, .splice = a.splice, .xattrs = a.xattrs, .timeout = a.timeout,
-                      .pool_share = a.pool_share };
+                      .pool_share = a.pool_share, .negative_entries = a.negative, .flush = a.flush,
+                      .cache_symlinks = a.cache_symlinks, .parallel_dirops = a.parallel_dirops,
+                      .keep_cache = a.keep_cache, .readdirplus = a.readdirplus };
     r = fs_new(&fcfg, &fs);
     if (r < 0) {
         /* open_by_handle_at needs CAP_DAC_READ_SEARCH; no handles: EOPNOTSUPP */
@@ -434,10 +490,14 @@ int main(int argc, char **argv) {
         snprintf(share, sizeof(share), "%" PRIu64, a.pool_share);
     fprintf(stderr, "layoutd-wsfs: serving %s at %s (commit=%s batch=%" PRIu64 "/%" PRIu64 "ms threads=%" PRIu64
             " shards=%zu cas-threshold=%" PRIu64 " profile=%s fd-cache=%" PRIu64 " writeback-cache=%s splice=%s"
-            " timeout=%g xattrs=%s pool-share=%s)\n",
+            " timeout=%g xattrs=%s pool-share=%s negative-entries=%s flush=%s cache-symlinks=%s"
+            " parallel-dirops=%s keep-cache=%s readdirplus=%s)\n",
             a.state, a.mountpoint, commit_mode_to_string(a.mode), a.batch_records, a.batch_ms, a.threads,
             pool.n_shards, a.cas_threshold, a.profile, a.fd_cache, a.writeback ? "on" : "off",
-            a.splice ? "on" : "off", a.timeout, a.xattrs ? "on" : "off", share);
+            a.splice ? "on" : "off", a.timeout, a.xattrs ? "on" : "off", share,
+            a.negative ? "on" : "off", a.flush ? "on" : "off", a.cache_symlinks ? "on" : "off",
+            a.parallel_dirops ? "on" : "off", a.keep_cache ? "on" : "off",
+            a.readdirplus == 2 ? "auto" : a.readdirplus ? "always" : "off");
 
     if (a.threads == 1)
         r = fuse_session_loop(se);

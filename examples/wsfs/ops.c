@@ -285,13 +285,43 @@ static void op_init(void *userdata, struct fuse_conn_info *conn) {
     } else
         conn->want &= ~(FUSE_CAP_SPLICE_WRITE | FUSE_CAP_SPLICE_MOVE | FUSE_CAP_SPLICE_READ);
     conn->max_write = 1024 * 1024;
+    /* Fewer requests per file (README, "Choices, measured"). A symlink's
+     * target never changes (a new target is a new inode), and nothing but
+     * this daemon changes the state dir, so the kernel may keep targets in
+     * its page cache. */
+    if (fs->cfg.cache_symlinks && (conn->capable & FUSE_CAP_CACHE_SYMLINKS))
+        conn->want |= FUSE_CAP_CACHE_SYMLINKS;
+    else
+        conn->want &= ~FUSE_CAP_CACHE_SYMLINKS;
+    if (fs->cfg.parallel_dirops && (conn->capable & FUSE_CAP_PARALLEL_DIROPS))
+        conn->want |= FUSE_CAP_PARALLEL_DIROPS;
+    else
+        conn->want &= ~FUSE_CAP_PARALLEL_DIROPS;
+    /* auto: READDIRPLUS for the first read of a directory and when its
+     * entries' attributes were used (ls -l, find -type), READDIR after. */
+    conn->want &= ~(FUSE_CAP_READDIRPLUS | FUSE_CAP_READDIRPLUS_AUTO);
+    if (fs->cfg.readdirplus > 0)
+        conn->want |= conn->capable & FUSE_CAP_READDIRPLUS;
+    if (fs->cfg.readdirplus == 2)
+        conn->want |= conn->capable & FUSE_CAP_READDIRPLUS_AUTO;
 }
 
 static void op_lookup(fuse_req_t req, fuse_ino_t parent, const char *name) {
     Fs *fs = fs_of(req, OP_LOOKUP);
     struct fuse_entry_param e;
     int err = do_lookup(fs, inode_of(fs, parent), name, &e);
-    if (err)
+    if (err == ENOENT && fs->cfg.negative_entries) {
+        /* A negative entry, cached for the entry timeout: the next stat or
+         * open of this name (an installer's existence check, then its
+         * create; a resolver's probes) asks nothing. Safe because nothing
+         * but this daemon makes names in the state dir, and the kernel
+         * drops the negative entry itself when a name is made through
+         * the mount. */
+        entry_init(fs, &e);
+        e.ino = 0;
+        e.attr_timeout = 0;
+        fuse_reply_entry(req, &e);
+    } else if (err)
         fuse_reply_err(req, err);
     else
         fuse_reply_entry(req, &e);
@@ -562,7 +592,7 @@ static void op_create(fuse_req_t req, fuse_ino_t parent, const char *name, mode_
         return (void) fuse_reply_err(req, -r);
     }
     fi->fh = (uintptr_t) h;
-    fi->keep_cache = fs->cfg.writeback;
+    fi->keep_cache = fs->cfg.keep_cache;
     atomic_store(&h->recorded, record(fs, i, false, pi, NULL));
     if (fuse_reply_create(req, &e, fi) == -ENOENT) {
         /* Interrupted: no RELEASE will come for it (nor a FORGET). */
@@ -580,8 +610,9 @@ static void op_open(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi) {
     fi->fh = (uintptr_t) h;
     /* Nothing but us changes the backing files: the kernel's pages of a
      * file stay valid across opens (close-to-open holds, since every
-     * change went through this mount). */
-    fi->keep_cache = fs->cfg.writeback;
+     * change went through this mount; a copy-up keeps the bytes). Without
+     * the writeback cache writes go through the pages too. */
+    fi->keep_cache = fs->cfg.keep_cache;
     if (h->writable && (fi->flags & O_TRUNC))
         atomic_store(&h->recorded, record(fs, inode_of(fs, ino), false, NULL, NULL));
     if (fuse_reply_open(req, fi) == -ENOENT) /* interrupted: no RELEASE will come */
@@ -623,13 +654,17 @@ static void op_write_buf(fuse_req_t req, fuse_ino_t ino, struct fuse_bufvec *in,
 }
 
 static void op_flush(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi) {
-    fs_of(req, OP_FLUSH);
+    Fs *fs = fs_of(req, OP_FLUSH);
     /* Nothing to do: the kernel keeps POSIX and flock locks itself (we
      * forward none), the backing filesystem reports nothing at close, and
      * the kernel's own writeback errors (with the writeback cache) reach
      * close(2) without us. This used to close(dup(fd)), where a failed
-     * dup (EMFILE) reached the application as EBADF. */
-    fuse_reply_err(req, 0);
+     * dup (EMFILE) reached the application as EBADF.
+     * So by default one ENOSYS, and the kernel sends no more FLUSHes (one
+     * request less per close). What close(2) reports does not change:
+     * fuse_flush() writes the dirty pages back, waits for them and checks
+     * the mapping's errors before it looks at whether FLUSH is wanted. */
+    fuse_reply_err(req, fs->cfg.flush ? 0 : ENOSYS);
 }
 
 /* Closes a handle; with the last one of a written file, the file may go

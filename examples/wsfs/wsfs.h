@@ -575,6 +575,14 @@ typedef struct FsConfig {
     bool splice;             /* splice reads and writes */
     bool xattrs;             /* extended attributes through the mount */
     double timeout;          /* attribute and entry timeout, s */
+    /* Fewer FUSE requests per file (README, "Choices, measured"); each can
+     * be turned off for the ablation. */
+    bool negative_entries;   /* a failed LOOKUP is a cached negative entry */
+    bool flush;              /* answer FLUSH (off: ENOSYS once, the kernel stops) */
+    bool cache_symlinks;     /* FUSE_CAP_CACHE_SYMLINKS */
+    bool parallel_dirops;    /* FUSE_CAP_PARALLEL_DIROPS */
+    bool keep_cache;         /* open files keep the kernel's pages */
+    int readdirplus;         /* 0 off, 1 always, 2 auto */
     uint64_t pool_share;     /* --pool-share, bytes; UINT64_MAX: unlimited */
 } FsConfig;
 

@@ -13,6 +13,12 @@ each over the same loop-ext4 volume (direct-I/O loop, as layoutd carves):
           no durability asked (wsfs --commit=none), so the hop alone
   fio     seq write, seq read, rand write, 70/30 randrw, fsync-heavy
   stream  32 MiB in 1 KiB write(2)s, then fsync (fusehop-stream)
+  reqs    FUSE requests per file (wsfs arms only, N=1): files created as
+          an installer does (stat of the missing name, create, write,
+          close; a symlink per package dir), read as a resolver does (cold
+          after drop_caches, then warm: stat, a probe of a missing
+          sibling, open, read, close; readlink), removed (rm -rf); the
+          daemon's counters are read between the phases (SIGUSR1)
 
 Per run: wall time, CPU (workload + daemons, from getrusage and
 /proc/PID/stat), the daemon's FUSE request counts per opcode (wsfs's
@@ -23,7 +29,11 @@ baseline of the same repeat) and summarised as medians with bootstrap
 never retried, and makes the exit status 1. Nothing asserts time.
 
   fusehop.py run --work DIR --build BUILD --out OUT [--profile smoke|full]
-                 [--arms a,b,...] [--repeats N] [--ns 1,6] [--files F] [--kinds small,fio,stream]
+                 [--arms a,b,...] [--repeats N] [--ns 1,6] [--files F]
+                 [--kinds small,fio,stream,reqs] [--wsfs-base PATH]
+
+--wsfs-base names another layoutd-wsfs binary (e.g. one built from an
+older commit) for the arm "wsfs-base": the before of a before/after.
   fusehop.py report --out OUT
 
 Only the Debian python3 standard library is used (/usr/bin/python3).
@@ -54,6 +64,18 @@ ARMS = {
     "wsfs-nocas": ("wsfs", ["--commit=none", "--cas-threshold=0"]),
     "wsfs-xattrs": ("wsfs", ["--commit=none", "--xattrs"]),
     "ptll-wb": ("ptll", ["-o", "writeback"]),
+    # Fewer requests per file (README, "Choices, measured"): each cut off
+    # alone, and all of them off (the daemon as it was before them).
+    "wsfs-noneg": ("wsfs", ["--commit=none", "--negative-entries=off"]),
+    "wsfs-flush": ("wsfs", ["--commit=none", "--flush=on"]),
+    "wsfs-nocsym": ("wsfs", ["--commit=none", "--cache-symlinks=off"]),
+    "wsfs-nokeep": ("wsfs", ["--commit=none", "--keep-cache=off"]),
+    "wsfs-nopdir": ("wsfs", ["--commit=none", "--parallel-dirops=off"]),
+    "wsfs-rdp-always": ("wsfs", ["--commit=none", "--readdirplus=always"]),
+    "wsfs-rdp-off": ("wsfs", ["--commit=none", "--readdirplus=off"]),
+    "wsfs-nocuts": ("wsfs", ["--commit=none", "--negative-entries=off", "--flush=on", "--cache-symlinks=off"]),
+    # --wsfs-base: another binary, default options
+    "wsfs-base": ("wsfs-base", ["--commit=none"]),
 }
 DEFAULT_ARMS = ["native", "passthrough_ll", "wsfs", "wsfs-published"]
 PROFILES = {
@@ -157,8 +179,10 @@ class Volume:
 class Daemon:
     def __init__(self, c, kind, opts, state, mnt, content, stats):
         self.kind, self.mnt, self.stats = kind, mnt, stats
-        if kind == "wsfs":
-            cmd = [c.wsfs, "--state", state, "--content", content, "--stats-file", stats] + opts + [mnt]
+        if kind in ("wsfs", "wsfs-base"):
+            cmd = [c.wsfs if kind == "wsfs" else c.wsfs_base, "--state", state, "--content", content,
+                   "--stats-file", stats] + opts + [mnt]
+            self.kind = kind = "wsfs"
         else:
             cmd = [c.ptll, "-f", "-o", f"source={state}"] + opts + [mnt]
         self.log = open(f"{mnt}.log", "w")
@@ -167,6 +191,21 @@ class Daemon:
         if self.p.poll() is not None:
             raise RuntimeError(f"{kind} exited with {self.p.returncode} (see {mnt}.log)")
         self.cpu0 = proc_cpu_s(self.p.pid)
+
+    def ops_now(self):
+        """The daemon's request counters now (SIGUSR1 prints them to its
+        log; the stats file may lag)."""
+        with open(f"{self.mnt}.log") as f:
+            before = sum(1 for line in f if line.startswith("layoutd-wsfs: stats "))
+        self.p.send_signal(signal.SIGUSR1)
+        end = time.monotonic() + 10
+        while time.monotonic() < end:
+            with open(f"{self.mnt}.log") as f:
+                lines = [line for line in f if line.startswith("layoutd-wsfs: stats ")]
+            if len(lines) > before:
+                return json.loads(lines[-1][len("layoutd-wsfs: stats "):]).get("ops", {})
+            time.sleep(0.02)
+        raise RuntimeError("the daemon did not print its counters after SIGUSR1")
 
     def cpu(self):
         v = proc_cpu_s(self.p.pid)
@@ -201,6 +240,7 @@ class Setup:
 
     def __init__(self, c, arm, n, tag):
         self.kind, opts = ARMS[arm]
+        self.kind = "wsfs" if self.kind == "wsfs-base" else self.kind
         self.root = f"{c.vol.mnt}/{tag}"
         self.daemons, self.dirs, self.cpu = [], [], {}
         os.makedirs(f"{self.root}/content")
@@ -211,7 +251,7 @@ class Setup:
                 self.dirs.append(state)
                 continue
             os.makedirs(mnt)
-            self.daemons.append(Daemon(c, self.kind, opts, state, mnt, f"{self.root}/content",
+            self.daemons.append(Daemon(c, ARMS[arm][0], opts, state, mnt, f"{self.root}/content",
                                        f"{c.work}/stats-{tag}-{k}.json"))
             self.dirs.append(mnt)
 
@@ -359,6 +399,87 @@ def run_stream(c, arm, rep):
     return out
 
 
+REQ_PHASES = ["create", "read_cold", "read_warm", "remove"]
+
+
+def run_reqs(c, arm, rep):
+    """FUSE requests per file, by phase, through one daemon."""
+    tag = f"reqs-{arm}-r{rep}"
+    out = {"kind": "reqs", "arm": arm, "n": 1, "rep": rep, "files": c.files, "ok": False}
+    s = None
+    per_dir = 50
+    data = b"x" * 2048
+    try:
+        if ARMS[arm][0] not in ("wsfs", "wsfs-base"):
+            raise RuntimeError("reqs needs a wsfs arm (the daemon's counters)")
+        drop_caches()
+        s = Setup(c, arm, 1, tag)
+        top, d = s.dirs[0], s.daemons[0]
+        names = [(f"{top}/pkg{k // per_dir:04d}", f"f{k:05d}.js") for k in range(c.files)]
+        dirs = sorted({p for p, _ in names})
+
+        def create():
+            for p in dirs:
+                os.makedirs(f"{p}/lib")
+                os.symlink("lib/f.js", f"{p}/main.js")
+            for p, n in names:
+                try:  # an installer's existence check
+                    os.stat(f"{p}/lib/{n}")
+                    raise RuntimeError(f"{p}/lib/{n} exists before its create")
+                except FileNotFoundError:
+                    pass
+                fd = os.open(f"{p}/lib/{n}", os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o644)
+                os.write(fd, data)
+                os.close(fd)
+
+        def read():
+            for p in dirs:
+                if os.readlink(f"{p}/main.js") != "lib/f.js":
+                    raise RuntimeError(f"{p}/main.js: wrong target")
+            for p, n in names:
+                os.stat(f"{p}/lib/{n}")
+                try:  # a resolver's probe of a sibling that is not there
+                    os.stat(f"{p}/lib/{n}.mjs")
+                    raise RuntimeError(f"{p}/lib/{n}.mjs exists")
+                except FileNotFoundError:
+                    pass
+                fd = os.open(f"{p}/lib/{n}", os.O_RDONLY)
+                got = os.read(fd, 8192)
+                os.close(fd)
+                if got != data:
+                    raise RuntimeError(f"{p}/lib/{n}: wrong content")
+
+        def remove():
+            for p in dirs:
+                shutil.rmtree(p)
+            if os.listdir(top):
+                raise RuntimeError("left behind after rm -rf")
+
+        prev = d.ops_now()
+        out["phases"] = {}
+        for phase, fn in (("create", create), ("read_cold", read), ("read_warm", read), ("remove", remove)):
+            if phase == "read_cold":
+                drop_caches()
+                prev = d.ops_now()  # the FORGETs of the drop are not the read's
+            t0 = time.monotonic()
+            fn()
+            dt = time.monotonic() - t0
+            now = d.ops_now()
+            delta = {k: now.get(k, 0) - prev.get(k, 0) for k in now}
+            delta = {k: v for k, v in delta.items() if v}
+            out["phases"][phase] = {"time_s": dt, "ops": delta, "total": sum(delta.values())}
+            prev = now
+        out["ok"] = True
+    except Stop:
+        raise
+    except Exception as e:
+        out["error"] = str(e)
+    finally:
+        if s:
+            out["ops"] = s.close()
+    return out
+
+
 # ---------------------------------------------------------------- statistics
 
 def boot_ci(vals, seed=12345):
@@ -437,6 +558,24 @@ def report(out):
                 keys = sorted({k for o in lst for k in o}, key=lambda k: -statistics.median(o.get(k, 0) for o in lst))
                 L.append(f"- {arm}: " + ", ".join(f"{k} {int(statistics.median(o.get(k, 0) for o in lst))}" for k in keys))
         L.append("")
+    reqs = [r for r in runs if r["kind"] == "reqs" and r["ok"]]
+    if reqs:
+        L += [f"## FUSE requests per file ({meta['files']} files, one workspace)", "",
+              "Requests the daemon served per file, by phase (median over repeats); the most frequent "
+              "opcodes per file in brackets. read_cold follows a drop_caches; read_warm repeats it.", "",
+              "| arm | " + " | ".join(REQ_PHASES) + " |", "|---|" + "---|" * len(REQ_PHASES)]
+        for arm in [a for a in arms if any(r["arm"] == a for r in reqs)]:
+            rs = [r for r in reqs if r["arm"] == arm]
+            cells = []
+            for ph in REQ_PHASES:
+                tot = statistics.median(r["phases"][ph]["total"] for r in rs) / meta["files"]
+                keys = sorted({k for r in rs for k in r["phases"][ph]["ops"]},
+                              key=lambda k: -statistics.median(r["phases"][ph]["ops"].get(k, 0) for r in rs))
+                top = ", ".join(f"{k} {statistics.median(r['phases'][ph]['ops'].get(k, 0) for r in rs) / meta['files']:.2f}"
+                                for k in keys[:5])
+                cells.append(f"**{tot:.2f}** ({top})")
+            L.append(f"| {arm} | " + " | ".join(cells) + " |")
+        L.append("")
     L += ["## fio (N=1)", "", "| job | arm | MB/s | IOPS | p50 µs | p99 µs | daemon CPU s | MB/s / native |", "|---|---|---|---|---|---|---|---|"]
     fio = [r for r in runs if r["kind"] == "fio"]
     for name, _ in (FIO_JOBS if fio else []):
@@ -493,7 +632,7 @@ def cmd_run(a):
     if a.ns:
         p["ns"] = [int(x) for x in a.ns.split(",")]
     arms = a.arms.split(",") if a.arms else list(DEFAULT_ARMS)
-    kinds = a.kinds.split(",") if a.kinds else ["small", "fio", "stream"]
+    kinds = a.kinds.split(",") if a.kinds else ["small", "fio", "stream", "reqs"]
     for arm in arms:
         if arm not in ARMS:
             log(f"unknown arm {arm}")
@@ -502,7 +641,11 @@ def cmd_run(a):
                            wsfs=f"{a.build}/examples/wsfs/layoutd-wsfs",
                            ptll=f"{a.build}/tests/bench/fusehop/fusehop-passthrough_ll",
                            workload=f"{a.build}/tests/bench/flushscope/flushscope-workload",
-                           stream_bin=f"{a.build}/tests/bench/fusehop/fusehop-stream")
+                           stream_bin=f"{a.build}/tests/bench/fusehop/fusehop-stream",
+                           wsfs_base=a.wsfs_base)
+    if any(ARMS[x][0] == "wsfs-base" for x in arms) and not (a.wsfs_base and os.access(a.wsfs_base, os.X_OK)):
+        log("arm wsfs-base needs --wsfs-base PATH (an executable layoutd-wsfs)")
+        return 2
     if any(ARMS[x][0] == "ptll" for x in arms) and not os.access(c.ptll, os.X_OK):
         log(f"passthrough_ll not built ({c.ptll}): Debian's libfuse3-dev example source missing? dropping its arms")
         arms = [x for x in arms if ARMS[x][0] != "ptll"]
@@ -523,12 +666,13 @@ def cmd_run(a):
         for rep in range(p["repeats"]):
             plan = [("small", arm, n) for n in p["ns"] for arm in arms] + \
                    [("fio", arm, 1) for arm in arms] + [("stream", arm, 1) for arm in arms]
+            plan += [("reqs", arm, 1) for arm in arms if ARMS[arm][0] in ("wsfs", "wsfs-base")]
             plan = [x for x in plan if x[0] in kinds]
             random.Random(SEED + rep).shuffle(plan)
             for kind, arm, n in plan:
                 t0 = time.monotonic()
                 r = run_small(c, arm, n, rep) if kind == "small" else run_fio(c, arm, rep) if kind == "fio" \
-                    else run_stream(c, arm, rep)
+                    else run_reqs(c, arm, rep) if kind == "reqs" else run_stream(c, arm, rep)
                 r["load"] = loadavg()
                 with open(runs_path, "a") as f:
                     f.write(json.dumps(r) + "\n")
@@ -561,6 +705,7 @@ def main():
     r.add_argument("--files", type=int)
     r.add_argument("--ns")
     r.add_argument("--kinds")
+    r.add_argument("--wsfs-base")
     rp = sub.add_parser("report")
     rp.add_argument("--out", required=True)
     a = ap.parse_args()
