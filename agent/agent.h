@@ -156,11 +156,14 @@ typedef struct Agent {
 
 /*
  * A module of the agent (agent-<name>.c). The core (agent.c, the jobs,
- * the cached observation) calls a module only through its row in
+ * the cached observation) calls a module through its row in
  * agent_modules[] (agent.c), as the engine calls a backend through
  * volume_backends[]: a module's state is its own (an opaque pointer in
  * Agent), and a module calls down into the core, never into another
- * module's row. Every op may be NULL.
+ * module's row. Every op may be NULL. Not there yet: the core still
+ * calls agent_capacity_assessment and agent_workspaces_start directly,
+ * and some modules each other's functions (docs/architecture.md lists
+ * them).
  */
 typedef struct AgentModule {
     const char *name;
@@ -169,7 +172,8 @@ typedef struct AgentModule {
      * idempotent). A failure is the module's to log; the agent goes on. */
     bool when_up;
     int (*start)(Agent *a);
-    /* A reload's apply is done: instead of start for a when_up module. */
+    /* A reload's apply is done: called if set; if not, a when_up module's
+     * start is called again. */
     void (*layout_changed)(Agent *a);
     /* agent_stop: what must not run on while the agent stops. */
     void (*stop)(Agent *a);

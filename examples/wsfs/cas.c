@@ -282,11 +282,11 @@ int cas_publish(CasPool *p, FdCache *fdc, int src_fd, CasCancelFn cancel, void *
         snprintf(tmp, sizeof(tmp), "%s", tmp2);
         if ((r = cas_copy(rd, t2, st.st_size)) < 0)
             goto fail;
-        if (fdatasync(t2) < 0) { /* see below */
+        if (!p->no_sync && fdatasync(t2) < 0) { /* see below */
             r = negative_errno();
             goto fail;
         }
-    } else if (fdatasync(t) < 0) {
+    } else if (!p->no_sync && fdatasync(t) < 0) {
         /* An object is named only once its data is durable. Named early,
          * a write that fails later (EIO: the host filesystem under a
          * sparse image filled up) would leave a named object with bad

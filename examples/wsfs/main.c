@@ -386,6 +386,7 @@ int main(int argc, char **argv) {
         cas_pool_none(&pool);
     else if ((r = cas_pool_open(&pool, a.content, a.n_content, content_fds, &bad)) < 0)
         return BAD("--content %s: unusable as a content dir: %s", a.content[bad], strerror(-r));
+    pool.no_sync = a.mode == COMMIT_NONE;
     if (stat(a.mountpoint, &st) < 0)
         return BAD("MOUNTPOINT %s: %m", a.mountpoint);
     if (!S_ISDIR(st.st_mode))

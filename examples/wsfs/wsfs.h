@@ -354,6 +354,7 @@ typedef struct CasPool {
     unsigned lock_users; /* threads holding the shared lock (lock_mutex) */
     bool no_pool;       /* cas_pool_none(): the daemon runs without a pool */
     unsigned test_copy_delay_ms; /* LAYOUTD_WSFS_TEST_COPY_DELAY_MS: a pause per chunk copied (tests) */
+    bool no_sync;       /* --commit=none: objects are not made durable (comparison runs only) */
 } CasPool;
 
 /* Asked between the chunks of a copy into the pool. Returns: true to stop. */
@@ -381,7 +382,8 @@ void cas_unlock_shared(CasPool *p);
  * shared lock held, and keep it until the reference is made. cancel (may
  * be NULL) is asked between chunks and once more before the object is
  * published; when it says stop, the copy is removed.
- * A new object's data is durable before it gets its name (fdatasync), so
+ * A new object's data is durable before it gets its name (fdatasync;
+ * not with p->no_sync, --commit=none, which promises nothing), so
  * a named object is always whole; making the name durable is the
  * caller's (*ret_dir_fd, the objects/xx dir, fsynced in its batch).
  * *ret_obj_fd is O_RDONLY.

@@ -527,6 +527,13 @@ int backend_grow_storage(VolumeSetup *s, const PlanStep *p, uint64_t *ret_new_si
         _cleanup_close_ int fd = open(p->path, O_WRONLY | O_CLOEXEC | O_NOFOLLOW);
         r = fd < 0 ? negative_errno() : size_backing_file(fd, p->size, s->pool && s->pool->preallocate);
         if (r < 0) {
+            /* A preallocating fallocate that fails half-way (ENOSPC: the
+             * host filled meanwhile) has already raised the file's size
+             * chunk by chunk. The loop device still has the old size, so
+             * the file goes back to it: the next plan must see the truth. */
+            if (fd >= 0 && ftruncate(fd, (off_t) old) < 0)
+                apply_volume_result_note(s->result, "%s could not be cut back to %" PRIu64 " bytes after a failed grow: %m",
+                                         p->path, old);
             apply_step_result_message(sr, "cannot extend %s: %s", p->path, strerror(-r));
             return r;
         }
