@@ -103,6 +103,10 @@ static int h_restart(void *userdata, ApiCall *call) {
     return 1;
 }
 
+static int h_quota(void *userdata, ApiCall *call) {
+    return agent_quota_set(userdata, call->param, call->quota, call->operation, &call->error);
+}
+
 static int h_reload(void *userdata, ApiCall *call) {
     Agent *a = userdata;
     _cleanup_free_ char *error = NULL;
@@ -185,6 +189,7 @@ static int h_status(void *userdata, ApiCall *call) {
     J_ADD(o, "problems", p);
     J_ADD(o, "gc", agent_gc_json(a));
     J_ADD(o, "cgroups", agent_cgroups_status_json(a));
+    J_ADD(o, "quotas", agent_quota_status_json(a));
     call->reply = o;
     return 0;
 }
@@ -354,6 +359,7 @@ const ApiOps agent_api_ops = {
         [API_ROUTE_WORKSPACE_CREATE] = h_create,
         [API_ROUTE_WORKSPACE_DELETE] = h_delete,
         [API_ROUTE_WORKSPACE_RESTART] = h_restart,
+        [API_ROUTE_WORKSPACE_QUOTA] = h_quota,
         [API_ROUTE_RELOAD] = h_reload,
         [API_ROUTE_CAPACITY] = h_capacity,
         [API_ROUTE_GC] = h_gc,

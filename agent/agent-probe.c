@@ -207,6 +207,9 @@ static void on_probed(Worker *w, int error, const char *message, ApplyResult *re
     json_object *daemons;
     if (error >= 0 && extra && json_object_object_get_ex(extra, "daemons", &daemons))
         stats_merge(a, daemons);
+    json_object *quotas;
+    if (error >= 0 && extra && json_object_object_get_ex(extra, "quotas", &quotas))
+        agent_quota_merge(a, quotas);
     apply_result_free(res);
     observation_free(obs);
     json_object_put(extra);
@@ -257,6 +260,7 @@ static int probe_run(Agent *a) {
         json_object_array_add(stats, o);
     }
     json_object_object_add(args, "stats", stats);
+    json_object_object_add(args, "quotas", agent_quota_probe_args(a));
     WorkerRequest req = { .op = WORKER_OP_PROBE, .layout = agent_layout(a), .record = agent_record(a), .args = args };
     WorkerCallbacks cb = { .on_done = on_probed };
     r = worker_start(a->event, AGENT_SELF_EXE, &req, &cb, a, &pr->prober);

@@ -90,6 +90,9 @@ static int place_observe_cached(void *userdata, const VolumeRecord *v, const cha
     const FsType *fs = fs_type_find(o->mount.fstype);
     ret->free_bytes = o->fs_avail + growable;
     ret->free_inodes = o->fs_inodes_free;
+    ret->size_bytes = o->fs_size + growable;
+    if (!agent_quota_volume_enforces(a, v->name))
+        ret->flags |= PLACE_VOLUME_NO_QUOTA;
     if (growable && o->file_size && fs && fs->fixed_inodes)
         ret->free_inodes += (uint64_t) ((unsigned __int128) o->fs_inodes * growable / o->file_size);
     if (o->fs_read_only)
@@ -757,6 +760,8 @@ static void create_make_dir(Agent *a, CreateRun *cr) {
     /* A resumed create may find its directory made already; so may a
      * reclaim, which wants it. */
     json_object_object_add(args, "reclaim", json_object_new_boolean(!cr->was_new || cr->resumed));
+    json_object_object_add(args, "project_id", json_object_new_uint64(w->project_id));
+    json_object_object_add(args, "quota", json_object_new_uint64(w->quota));
     if (cr->op)
         cr->step = api_operation_step(cr->op, "making %s", w->state_dir);
     int r = agent_job_submit(a, WORKER_OP_WORKSPACE_DIR, args, w->volume, NULL, on_dir_made, cr);
@@ -1179,6 +1184,7 @@ json_object *agent_workspace_json(Agent *a, const WorkspaceRecord *w) {
     J_ADD("id", JSTR(w->id));
     J_ADD("tenant", JSTR(w->tenant));
     J_ADD("quota_bytes", json_object_new_uint64(w->quota));
+    J_ADD("quota", agent_quota_workspace_json(a, w));
     J_ADD("created_at", json_object_new_int64((int64_t) (w->created_at / USEC_PER_SEC)));
     J_ADD("active", json_object_new_boolean(w->active));
     J_ADD("creating", json_object_new_boolean(w->creating));
@@ -1431,6 +1437,9 @@ static int workspaces_problems(Agent *a, ProblemInputs *in) {
         }
         if (w->state == PROBLEM_DAEMON_BLOCKED)
             w->blocker = agent_workspace_blocker(a, st.id, why + i * BLOCKER_SIZE, BLOCKER_SIZE);
+        const WorkspaceRecord *rec = state_record_find_workspace(agent_record(a), st.id);
+        if (rec)
+            (void) agent_quota_problems(a, rec, &w->quota_used, &w->quota_limit);
     }
     in->workspaces = wss;
     in->n_workspaces = m;

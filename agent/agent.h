@@ -92,6 +92,7 @@ typedef struct AgentVdo AgentVdo;
 typedef struct AgentCheck AgentCheck;
 typedef struct AgentCapacity AgentCapacity;
 typedef struct AgentProbe AgentProbe;
+typedef struct AgentQuota AgentQuota;
 typedef struct JobEnded JobEnded;
 
 typedef struct Agent {
@@ -143,6 +144,7 @@ typedef struct Agent {
     bool shutdown_stop_workspaces; /* POST /v1/shutdown's choice */
 
     AgentProbe *probe;           /* agent-probe.c: flush costs, daemons' figures */
+    AgentQuota *quota;           /* agent-quota.c: quota usage, read with the probe */
 
     PendingCarve *carves;        /* state volumes being carved for creates */
     struct PlaceCandidate *place_extras; /* agent_place_context's buffer */
@@ -197,6 +199,28 @@ extern const AgentModule agent_vdo_module;
 extern const AgentModule agent_probe_module;
 extern const AgentModule agent_check_module;
 extern const AgentModule agent_workspaces_module;
+extern const AgentModule agent_quota_module;
+
+/* agent-quota.c */
+/* The probe's "quotas" argument: the workspaces whose usage to read. */
+json_object *agent_quota_probe_args(Agent *a);
+/* The probe's answer (borrowed) into the module's cache. */
+void agent_quota_merge(Agent *a, json_object *quotas);
+/* A workspace's "quota" object: {limit_bytes, used_bytes, limit_inodes,
+ * used_inodes, enforced_by, project_id}. */
+json_object *agent_quota_workspace_json(Agent *a, const WorkspaceRecord *w);
+/* The volume is mounted with project quotas enforced (the cached
+ * observation's mount options). */
+bool agent_quota_volume_enforces(Agent *a, const char *volume);
+/* /v1/status's "quotas": {supported, reason, volumes_enforcing}. */
+json_object *agent_quota_status_json(Agent *a);
+/* 1 when the workspace uses 90 % or more of its quota (*ret_used,
+ * *ret_limit set), else 0. */
+int agent_quota_problems(Agent *a, const WorkspaceRecord *w, uint64_t *ret_used, uint64_t *ret_limit);
+/* Changes a workspace's quota online (a worker job); op ends with the
+ * workspace. Returns: 1 (under way), -ENOENT, -EOPNOTSUPP (501: cannot be
+ * enforced here), -errno, with err set. */
+int agent_quota_set(Agent *a, const char *id, uint64_t bytes, ApiOperation *op, ApiError *err);
 
 /* The binary the workers run: this one, as it is running now (a package
  * upgrade replaces the file, not the running inode). */

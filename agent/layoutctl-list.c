@@ -135,8 +135,6 @@ static const Column volume_columns[] = {
     { "MESSAGE", "message", COLUMN_TEXT, .hidden = true, .trunc = true, .help = "why it is not ok" },
 };
 
-/* QUOTA is hidden until quotas exist: version 1 refuses a create with one,
- * so the column could only say 0. */
 static const Column workspace_columns[] = {
     { "ID", "id", COLUMN_TEXT, .help = "workspace id" },
     { "TENANT", "tenant", COLUMN_TEXT, .help = "tenant" },
@@ -149,6 +147,7 @@ static const Column workspace_columns[] = {
     { "MOUNTPOINT", "mountpoint", COLUMN_TEXT, .help = "its FUSE mount" },
     { "LABELS", "labels", COLUMN_LABELS, .trunc = true, .help = "labels" },
     { "QUOTA", "quota_bytes", COLUMN_SIZE, .hidden = true, .help = "quota (0: none)" },
+    { "QUOTA-USED", "quota.used_bytes", COLUMN_SIZE, .hidden = true, .help = "bytes charged to its quota" },
     { "STATE-DIR", "state_dir", COLUMN_TEXT, .hidden = true, .trunc = true, .help = "its state directory" },
     { "NEIGHBOURS", "neighbours", COLUMN_LIST, .hidden = true, .trunc = true,
       .help = "the other workspaces on its volume" },

@@ -200,6 +200,42 @@ int layoutctl_restart(int argc, char **argv, const LayoutctlGlobals *g) {
     return ec;
 }
 
+int layoutctl_quota(int argc, char **argv, const LayoutctlGlobals *g) {
+    static const char usage[] = "Usage: layoutctl quota ID SIZE [--no-wait] [--wait SEC] [--json] [--socket PATH]\n"
+                                "\n"
+                                "Sets the workspace's quota online (SIZE e.g. 10G; 0 or none: no limit).\n"
+                                "The kernel enforces it (XFS project quotas): writes past it fail with\n"
+                                "EDQUOT. A host that cannot enforce one refuses (exit 1, 501).\n"
+                                "\n" CLIENT_WAIT_HELP CLIENT_COMMON_HELP;
+    ClientOptions o;
+    int ec = client_parse(argc, argv, g, CLIENT_OPT_OPERATION | CLIENT_OPT_CHANGES, NULL, 0, NULL, 2, usage, &o);
+    if (ec != 0)
+        return ec < 0 ? LAYOUTCTL_EXIT_OK : ec;
+    const char *id = argv[optind], *size = argv[optind + 1];
+    uint64_t q = 0;
+    if (!layout_name_is_valid(id, LAYOUT_WORKSPACE_ID_MAX))
+        return layoutctl_usage_error("quota", "invalid workspace ID '%s'", client_safe(0, id));
+    if (!streq(size, "none") && layout_parse_size(size, &q) < 0)
+        return layoutctl_usage_error("quota", "invalid size '%s' (e.g. 10G, 512MiB, none)", client_safe(1, size));
+    char path[128];
+    snprintf(path, sizeof(path), "/v1/workspaces/%s/quota", id);
+    json_object *body = json_object_new_object();
+    json_object_object_add(body, "quota", json_object_new_uint64(q));
+    Reply r = {};
+    ec = client_call_operation("quota", &o.args, "PUT", path, body, o.no_wait, o.args.json, &r);
+    json_object_put(body);
+    if (ec != 0)
+        return ec;
+    if (finish("quota", &o, &r, 200, &ec)) {
+        if (q)
+            printf("Workspace %s: quota %s (%" PRIu64 " bytes)\n", id, size, q);
+        else
+            printf("Workspace %s: no quota\n", id);
+    }
+    reply_done(&r);
+    return ec;
+}
+
 int layoutctl_reload(int argc, char **argv, const LayoutctlGlobals *g) {
     static const char usage[] = "Usage: layoutctl reload [--no-wait] [--wait SEC] [--json] [--socket PATH]\n"
                                 "\n"

@@ -30,6 +30,7 @@ static const LayoutctlVerb verbs[] = {
     { "add", "create a workspace (ID [--tenant T] [--quota SIZE] [--label K=V])", layoutctl_add },
     { "rm", "remove a workspace (ID [--destroy-data])", layoutctl_rm },
     { "restart", "restart a workspace's FUSE daemon (ID)", layoutctl_restart },
+    { "quota", "set a workspace's quota online (ID SIZE)", layoutctl_quota },
     { "reload", "make the running agent re-read its layout", layoutctl_reload },
     { "gc", "sweep the content pool now ([--dry-run]): reclaim unreferenced objects", layoutctl_gc },
     { "check", "check every workspace's files against the content pool", layoutctl_check },

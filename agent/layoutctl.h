@@ -51,6 +51,7 @@ int layoutctl_workspaces(int argc, char **argv, const LayoutctlGlobals *g);
 int layoutctl_add(int argc, char **argv, const LayoutctlGlobals *g);
 int layoutctl_rm(int argc, char **argv, const LayoutctlGlobals *g);
 int layoutctl_restart(int argc, char **argv, const LayoutctlGlobals *g);
+int layoutctl_quota(int argc, char **argv, const LayoutctlGlobals *g);
 int layoutctl_reload(int argc, char **argv, const LayoutctlGlobals *g);
 int layoutctl_gc(int argc, char **argv, const LayoutctlGlobals *g);
 int layoutctl_check(int argc, char **argv, const LayoutctlGlobals *g);

@@ -406,6 +406,10 @@ static enum MHD_Result dispatch(Api *api, ApiRequest *req) {
         if (r < 0)
             return queue_error(req, &call.error, r, NULL);
         call.workspace = &wr;
+    } else if (spec->body == API_BODY_QUOTA) {
+        r = api_quota_request_parse(req->body, req->body_len, &call.quota, &call.error);
+        if (r < 0)
+            return queue_error(req, &call.error, r, NULL);
     }
     if (spec->operation) {
         r = api_operation_create(api, spec->id, &req->operation);

@@ -395,3 +395,18 @@ fail:
     json_object_put(root);
     return r;
 }
+
+int api_quota_request_parse(const char *body, size_t len, uint64_t *ret, ApiError *err) {
+    json_object *root = NULL, *v = NULL;
+    int r = api_json_parse(body, len, &root, err);
+    if (r < 0)
+        return r;
+    if (!json_object_is_type(root, json_type_object) || !json_object_object_get_ex(root, "quota", &v) ||
+        json_object_object_length(root) != 1)
+        r = api_error_set(err, -EINVAL, 400, "bad_request",
+                          "The body must be {\"quota\": SIZE}, with bytes, a size such as \"10G\", or null for none");
+    else
+        r = parse_quota(v, ret, err);
+    json_object_put(root);
+    return r;
+}

@@ -32,6 +32,7 @@ typedef enum ApiRouteId {
     API_ROUTE_WORKSPACE_CREATE,  /* POST   /v1/workspaces */
     API_ROUTE_WORKSPACE_DELETE,  /* DELETE /v1/workspaces/{id}[?destroy_data=true] */
     API_ROUTE_WORKSPACE_RESTART, /* POST   /v1/workspaces/{id}/restart */
+    API_ROUTE_WORKSPACE_QUOTA,   /* PUT    /v1/workspaces/{id}/quota */
     API_ROUTE_RELOAD,            /* POST   /v1/reload */
     API_ROUTE_GC,                /* POST   /v1/gc[?dry_run=true] */
     API_ROUTE_CHECK,             /* POST   /v1/check */
@@ -68,6 +69,7 @@ typedef enum ApiQueryKey {
 typedef enum ApiBodyKind {
     API_BODY_NONE,               /* a body is ignored */
     API_BODY_WORKSPACE,          /* a POST /v1/workspaces object (required) */
+    API_BODY_QUOTA,              /* {"quota": BYTES or "10G" or null} (required) */
 } ApiBodyKind;
 
 /* One row of the route table. */
@@ -196,6 +198,13 @@ void api_workspace_request_done(ApiWorkspaceRequest *r);
  * -ENOMEM, 0 with *ret filled (free with api_workspace_request_done()).
  */
 int api_workspace_request_parse(const char *body, size_t len, ApiWorkspaceRequest *ret, ApiError *err);
+
+/*
+ * Parses a PUT /v1/workspaces/{id}/quota body: {"quota": N} with N bytes,
+ * a size string ("10G") or null/0 (no limit); nothing else.
+ * Returns: -EINVAL with *err set, 0 with *ret.
+ */
+int api_quota_request_parse(const char *body, size_t len, uint64_t *ret, ApiError *err);
 
 /*
  * Parses a JSON document of at most `len` bytes with a nesting limit, and

@@ -57,6 +57,7 @@ typedef struct ApiCall {
     const char *param;                     /* {x} of the path, "" if none */
     const ApiQuery *query;
     const ApiWorkspaceRequest *workspace;  /* API_BODY_WORKSPACE */
+    uint64_t quota;                        /* API_BODY_QUOTA: bytes, 0: none */
     ApiOperation *operation;               /* operation routes: this request's */
     unsigned status;
     json_object *reply;

@@ -23,6 +23,7 @@
 #include "loop.h"
 #include "mkfs.h"
 #include "mount.h"
+#include "quota.h"
 #include "probe.h"
 #include "udev.h"
 #include "util.h"
@@ -456,7 +457,28 @@ int backend_step_mount(VolumeSetup *s, const PlanStep *p, const char *node, dev_
     const char *extra = s->pool ? s->pool->mount_options : NULL;
     if (asprintf(&options, "nosuid,nodev%s%s", isempty(extra) ? "" : ",", isempty(extra) ? "" : extra) < 0)
         return -ENOMEM;
-    r = mount_volume(node, p->mount_path, p->fs_type, options);
+    /* State volumes get project quotas where the filesystem has them
+     * (XFS: only at mount time, never by remount), so that a workspace's
+     * quota can be enforced later without taking the volume down. A
+     * kernel built without them refuses the option: the volume is mounted
+     * without, and quota requests are refused (quota.h). */
+    const char *qopt = s->pool && s->pool->role == POOL_STATE ? quota_mount_option(p->fs_type) : NULL;
+    const char *why = NULL;
+    if (qopt && quota_kernel_support(p->fs_type, &why) == 0) {
+        apply_volume_result_note(s->result, "mounted without project quotas: %s", why);
+        qopt = NULL;
+    }
+    if (qopt) {
+        _cleanup_free_ char *with = NULL;
+        if (asprintf(&with, "%s,%s", options, qopt) < 0)
+            return -ENOMEM;
+        r = mount_volume(node, p->mount_path, p->fs_type, with);
+        if (r == -EINVAL && quota_kernel_support(p->fs_type, &why) == 0) {
+            apply_volume_result_note(s->result, "mounted without project quotas: %s", why);
+            r = mount_volume(node, p->mount_path, p->fs_type, options);
+        }
+    } else
+        r = mount_volume(node, p->mount_path, p->fs_type, options);
     if (r < 0) {
         apply_step_result_message(sr, "cannot mount %s on %s: %s", node, p->mount_path, strerror(-r));
         return r;

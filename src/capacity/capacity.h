@@ -185,6 +185,8 @@ typedef struct ProblemWorkspace {
     uint64_t objects_missing;    /* its daemon's count (0: none, or not known) */
     const char *missing_example; /* one of those digests, or NULL */
     const char *blocker;         /* BLOCKED: why, worded, or NULL */
+    uint64_t quota_used;         /* bytes charged to its project quota, */
+    uint64_t quota_limit;        /* of this limit (0: none, or not read) */
 } ProblemWorkspace;
 
 typedef struct ProblemInputs {

@@ -14,6 +14,7 @@
 
 #include "engine.h"
 #include "place-workspaces.h"
+#include "quota.h"
 #include "util.h"
 #include "worker.h"
 
@@ -294,7 +295,61 @@ static int op_probe(WorkerRun *w) {
             json_object_array_add(daemons, o);
         }
     json_object_object_add(w->extra, "daemons", daemons);
+    /* Each workspace's project quota, read with the probe for the same
+     * reason: quotactl may read the quota file's blocks on a busy volume. */
+    json_object *qs, *quotas = json_object_new_array();
+    if (quotas && json_object_object_get_ex(w->args, "quotas", &qs) && json_object_is_type(qs, json_type_array))
+        for (size_t i = 0; i < json_object_array_length(qs); i++) {
+            json_object *q = json_object_array_get_idx(qs, i), *v;
+            const char *id = arg_str(q, "id"), *mount = arg_str(q, "mount");
+            uint32_t project = json_object_object_get_ex(q, "project", &v) ? (uint32_t) json_object_get_uint64(v) : 0;
+            json_object *o = json_object_new_object();
+            if (!id || !mount || !project || !o) {
+                json_object_put(o);
+                continue;
+            }
+            json_object_object_add(o, "id", json_object_new_string(id));
+            QuotaUsage u = {};
+            _cleanup_close_ int fd = open(mount, O_PATH | O_DIRECTORY | O_CLOEXEC);
+            int r = fd < 0 ? -errno : quota_project_enforced(fd);
+            if (r > 0)
+                r = quota_get(fd, project, &u);
+            else if (r == 0)
+                r = -EOPNOTSUPP;
+            if (r < 0)
+                json_object_object_add(o, "error", json_object_new_int(-r));
+            else {
+                json_object_object_add(o, "limit_bytes", json_object_new_uint64(u.limit_bytes));
+                json_object_object_add(o, "used_bytes", json_object_new_uint64(u.used_bytes));
+                json_object_object_add(o, "limit_inodes", json_object_new_uint64(u.limit_inodes));
+                json_object_object_add(o, "used_inodes", json_object_new_uint64(u.used_inodes));
+            }
+            json_object_array_add(quotas, o);
+        }
+    json_object_object_add(w->extra, "quotas", quotas);
     return 0;
+}
+
+/* A workspace's quota limit changed online: quotactl commits a
+ * transaction on the state volume, so off the loop. */
+static int op_quota(WorkerRun *w) {
+    const char *mount = arg_str(w->args, "mount");
+    json_object *v;
+    uint32_t project = json_object_object_get_ex(w->args, "project", &v) ? (uint32_t) json_object_get_uint64(v) : 0;
+    uint64_t limit = json_object_object_get_ex(w->args, "limit", &v) ? json_object_get_uint64(v) : 0;
+    if (!mount || !project)
+        return -EINVAL;
+    _cleanup_close_ int fd = open(mount, O_PATH | O_DIRECTORY | O_CLOEXEC);
+    if (fd < 0)
+        return -errno;
+    int r = quota_project_enforced(fd);
+    if (r == 0) {
+        w->message = strdup("the volume does not enforce project quotas (mounted without prjquota)");
+        return -EOPNOTSUPP;
+    }
+    if (r < 0)
+        return r;
+    return quota_set_limit(fd, project, limit, 0);
 }
 
 /* The capacity watch: statvfs of each path every interval, sent as a
@@ -382,7 +437,13 @@ static int op_workspace_dir(WorkerRun *w) {
     bool created = false;
     if (!volume || !id)
         return -EINVAL;
-    int r = place_workspace_make_dir(w->engine->layout, volume, id, arg_bool(w->args, "reclaim"), &created, &pe);
+    json_object *v;
+    PlaceQuota q = { .clear_limit = arg_bool(w->args, "reclaim") };
+    if (json_object_object_get_ex(w->args, "project_id", &v))
+        q.project_id = (uint32_t) json_object_get_uint64(v);
+    if (json_object_object_get_ex(w->args, "quota", &v))
+        q.limit_bytes = json_object_get_uint64(v);
+    int r = place_workspace_make_dir(w->engine->layout, volume, id, arg_bool(w->args, "reclaim"), &q, &created, &pe);
     if (r < 0) {
         w->message = TAKE_PTR(pe.message);
         return r;
@@ -451,6 +512,7 @@ static const struct {
     { WORKER_OP_OBSERVE, op_observe }, { WORKER_OP_APPLY, op_apply }, { WORKER_OP_CARVE, op_carve },
     { WORKER_OP_GROW, op_grow },       { WORKER_OP_PROBE, op_probe }, { WORKER_OP_RMTREE, op_rmtree },
     { WORKER_OP_WATCH, op_watch },     { WORKER_OP_WORKSPACE_DIR, op_workspace_dir },
+    { WORKER_OP_QUOTA, op_quota },
     { WORKER_OP_RECONCILE, op_reconcile }, { WORKER_OP_RECLAIM, op_reclaim },
 };
 

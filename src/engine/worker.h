@@ -46,11 +46,13 @@
 #define WORKER_OP_GROW "grow"           /* args: {"volume": V, "size": BYTES} */
 #define WORKER_OP_PROBE "probe"         /* args: {"paths": [DIR...]}: the flush probe */
 #define WORKER_OP_RMTREE "rmtree"       /* args: {"dir": D, "name": N}: rm -r D/N, one fs */
-#define WORKER_OP_WORKSPACE_DIR "workspace-dir" /* args: {"volume": V, "id": ID, "reclaim": B}: a
+#define WORKER_OP_WORKSPACE_DIR "workspace-dir" /* args: {"volume": V, "id": ID, "reclaim": B, "project_id": P, "quota": BYTES}: a
                                                    workspace's state directory (extra: {"created"}) */
 #define WORKER_OP_RECLAIM "reclaim"     /* args: {"volume": V}: destroy an empty state volume */
 #define WORKER_OP_RECONCILE "reconcile" /* args: {}: the state volumes' workspace directories against
                                            the record (extra: {"items": [...], "adopted": [...]}) */
+#define WORKER_OP_QUOTA "quota"         /* args: {"mount": M, "project": P, "limit": BYTES}: set a
+                                           workspace's project quota limit */
 #define WORKER_OP_WATCH "watch"         /* args: {"paths": [DIR...], "interval_ms": N}: statvfs
                                            of each every N ms, sent as samples when a figure
                                            moved, until the agent closes stdin (the capacity

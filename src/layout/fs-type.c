@@ -75,6 +75,7 @@ const FsType fs_types[_FS_TYPE_MAX] = {
         .min_size_text = "300MiB (the mkfs.xfs minimum)",
         .counts_inodes = true,
         .check_command = "xfs_repair",
+        .project_quota_option = "prjquota",
         .mkfs = {
             .program = "mkfs.xfs",
             .force = 'f',

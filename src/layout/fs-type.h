@@ -111,6 +111,11 @@ typedef struct FsType {
                                          (f_files > 0): ext4, and XFS (up to
                                          its imaxpct); btrfs reports none */
     const char *check_command;        /* the offline check: "e2fsck" */
+    const char *project_quota_option; /* the mount option that turns on
+                                         enforced project quotas ("prjquota"
+                                         on XFS); NULL: layoutd enforces no
+                                         quota on it (ext4's needs QFMT_V2
+                                         and a mkfs feature: not done) */
     FsMkfs mkfs;
     FsGrow grow;
     FsErrors errors;

@@ -31,7 +31,7 @@
 static const char *const pool_keys[] = {
     "backend", "volume_size", "min_volumes", "max_volumes", "workspaces_per_volume", "direct_io",
     "preallocate", "writeback", "mkfs_options", "mount_options", "placement", "tenant_isolation", "workspace_reserve",
-    "workspace_reserve_inodes", "shards", "vdo", "capacity", "growth", "gc", NULL,
+    "workspace_reserve_inodes", "quota_overcommit", "shards", "vdo", "capacity", "growth", "gc", NULL,
 };
 static const char *const vdo_keys[] = {
     "logical_size", "compression", "deduplication", "fstrim_interval", "block_map_cache", "device", NULL,
@@ -39,7 +39,8 @@ static const char *const vdo_keys[] = {
 static const char *const writeback_keys[] = { "max_ratio", "max_bytes", "strict_limit", NULL };
 /* Keys that only make sense where workspaces are placed. */
 static const char *const state_only_keys[] = {
-    "workspaces_per_volume", "placement", "tenant_isolation", "workspace_reserve", "workspace_reserve_inodes", NULL,
+    "workspaces_per_volume", "placement", "tenant_isolation", "workspace_reserve", "workspace_reserve_inodes",
+    "quota_overcommit", NULL,
 };
 /* One of an enum's names, spelled only in its string table (layout.c). */
 #define GET_ENUM(p, v, key, name, out)                                    \
@@ -62,6 +63,7 @@ static void pool_defaults(Pool *pool, PoolRole role) {
         .placement = PLACEMENT_SPREAD,
         .workspace_reserve = role == POOL_STATE ? 64 * MIB : 0,
         .workspace_reserve_inodes = role == POOL_STATE ? 4096 : 0,
+        .quota_overcommit = role == POOL_STATE ? 100 : 0,
         .shards = 1,
         .capacity = { .warn = 80, .critical = 95 },
         .growth = { .threshold = 80, .host_reserve_percent = 5 },
@@ -283,6 +285,11 @@ static void parse_pool(Parser *p, const LayoutNode *n, PoolRole role, Pool *pool
             pool->placement = (PlacementPolicy) e;
         if ((v = lp_map_get(n, "tenant_isolation", NULL)))
             (void) lp_get_bool(p, v, "tenant_isolation", &pool->tenant_isolation);
+        /* "150%": whole percents, as capacity's thresholds; below 100 a
+         * volume keeps room its quotas can never claim, above it they
+         * promise more than it holds (enforced per workspace anyway). */
+        if ((v = lp_map_get(n, "quota_overcommit", NULL)))
+            (void) lp_get_percent(p, v, "quota_overcommit", 10, 10000, &pool->quota_overcommit);
         if ((v = lp_map_get(n, "workspace_reserve", NULL)) &&
             lp_get_size(p, v, "workspace_reserve", &pool->workspace_reserve) && backend_ok && !is_dir &&
             pool->workspace_reserve > pool->volume_size)
@@ -598,14 +605,10 @@ static void parse_static_workspaces(Parser *p, const LayoutNode *n, WorkspaceCon
                 s->tenant, LAYOUT_NAME_MAX);
             ok = false;
         }
-        if ((v = lp_map_get(item, "quota", &k)) && lp_get_size(p, v, "quota", &s->quota) && s->quota != 0) {
-            /* Needs project quotas, which the volumes engine does not
-             * do in v1; accepting the key would promise a limit that
-             * nothing enforces. */
-            lp_err(p, k, "quota: per-workspace quotas are not supported in v1 (no project quota support); "
-                "remove the key");
-            ok = false;
-        }
+        /* Whether this host can enforce it is placement's question (the
+         * kernel, the state pool's filesystem): a layout stays portable. */
+        if ((v = lp_map_get(item, "quota", &k)))
+            ok = lp_get_size(p, v, "quota", &s->quota) && ok;
         if (!ok) {
             free(s->id);
             free(s->tenant);

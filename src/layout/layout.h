@@ -178,6 +178,9 @@ typedef struct Pool {
     uint64_t workspace_reserve;      /* bytes a workspace needs when it has
                                         no quota; default 64 MiB */
     uint64_t workspace_reserve_inodes; /* default 4096 */
+    unsigned quota_overcommit;       /* percent: the quotas of a volume's
+                                        workspaces may add up to this share
+                                        of its size; default 100 */
     unsigned shards;                 /* content pool only: number of shards
                                         (= volumes); 1 for the state pool */
     bool has_vdo;

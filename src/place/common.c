@@ -8,6 +8,7 @@
 #include <sys/statvfs.h>
 
 #include "place-internal.h"
+#include "quota.h"
 #include "util.h"
 
 void place_error_done(PlaceError *e) {
@@ -81,6 +82,10 @@ int place_volume_observe_default(const VolumeRecord *v, const char *mount_path,
     }
     o.free_bytes = (uint64_t) sv.f_bavail * sv.f_frsize;
     o.free_inodes = sv.f_favail;
+    o.size_bytes = (uint64_t) sv.f_blocks * sv.f_frsize;
+    _cleanup_close_ int fd = open(mount_path, O_PATH | O_DIRECTORY | O_CLOEXEC);
+    if (fd < 0 || quota_project_enforced(fd) <= 0)
+        o.flags |= PLACE_VOLUME_NO_QUOTA;
     if (sv.f_flag & ST_RDONLY)
         o.flags |= PLACE_VOLUME_READ_ONLY;
     *ret = o;
@@ -150,6 +155,7 @@ int place_state_candidates(PlaceContext *c, PlaceCandidate **ret, size_t *ret_n)
         else if (!streq(cand->tenant, t))
             cand->mixed_tenants = true;
         cand->n_workspaces++;
+        cand->quota_sum += w->quota;
     }
 
     for (size_t i = 0; i < n; i++) {
@@ -160,6 +166,7 @@ int place_state_candidates(PlaceContext *c, PlaceCandidate **ret, size_t *ret_n)
         PlaceCandidate *cand = &cands[slots[i].candidate];
         cand->free_bytes = o.free_bytes;
         cand->free_inodes = o.free_inodes;
+        cand->size_bytes = o.size_bytes;
         cand->flags = o.flags;
     }
 

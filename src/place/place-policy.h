@@ -25,6 +25,8 @@ typedef enum PlaceVolumeFlags {
     PLACE_VOLUME_READ_ONLY = 1U << 1,   /* mounted read-only / fs went ro */
     PLACE_VOLUME_UNAVAILABLE = 1U << 2, /* not mounted, not observed */
     PLACE_VOLUME_CARVING = 1U << 3,     /* being carved: eligible, a create on it waits */
+    PLACE_VOLUME_NO_QUOTA = 1U << 4,    /* does not enforce project quotas (not
+                                           mounted with them, or not XFS) */
 } PlaceVolumeFlags;
 
 /* One volume of the pool, as the caller observed it. Strings are borrowed. */
@@ -38,6 +40,9 @@ typedef struct PlaceCandidate {
     bool mixed_tenants;      /* more than one tenant present (drift) */
     uint64_t free_bytes;     /* available to an unprivileged writer */
     uint64_t free_inodes;
+    uint64_t size_bytes;     /* the filesystem's size, what growth can add
+                                included; 0 = unknown (not checked) */
+    uint64_t quota_sum;      /* the quotas of the workspaces on it */
     unsigned flags;          /* PlaceVolumeFlags */
 } PlaceCandidate;
 
@@ -57,6 +62,9 @@ typedef struct PlacePoolConfig {
     bool tenant_isolation;
     uint64_t reserve_bytes;          /* workspace_reserve */
     uint64_t reserve_inodes;         /* workspace_reserve_inodes */
+    unsigned quota_overcommit;       /* percent: the quotas on a volume may
+                                        add up to this share of its size;
+                                        0: 100 */
     uint64_t volume_size;            /* size of a newly carved volume; 0 =
                                         unknown (not checked) */
     bool host_checked;               /* host_carvable is known: */
@@ -86,6 +94,9 @@ typedef enum PlaceReason {
     PLACE_REASON_READ_ONLY,
     PLACE_REASON_UNAVAILABLE,
     PLACE_REASON_NOT_STICKY,        /* the id's data lives on another volume */
+    PLACE_REASON_NO_QUOTA,          /* a quota asked; the volume cannot enforce one */
+    PLACE_REASON_OVERCOMMIT,        /* its quotas plus this one exceed
+                                       quota_overcommit x its size */
     /* refusals only: */
     PLACE_REASON_POOL_FULL,         /* no volume fits and max_volumes reached */
     PLACE_REASON_TOO_BIG,           /* the request does not fit a new volume */

@@ -45,6 +45,7 @@ typedef int (*PlaceCarveFunc)(void *userdata, PoolRole role, unsigned index,
 typedef struct PlaceVolumeObservation {
     uint64_t free_bytes;
     uint64_t free_inodes;
+    uint64_t size_bytes;  /* with what growth can add; 0: unknown */
     unsigned flags; /* PlaceVolumeFlags */
 } PlaceVolumeObservation;
 
@@ -57,7 +58,8 @@ typedef int (*PlaceObserveFunc)(void *userdata, const VolumeRecord *v, const cha
  * `dir` a check that the path really is a mount point: a volume that is
  * not mounted is UNAVAILABLE, because its workspaces/ directory would
  * otherwise land on the host filesystem below it. A missing path is
- * UNAVAILABLE too. Returns: <0 on unexpected errors, 0.
+ * UNAVAILABLE too. NO_QUOTA unless quotactl says project quotas are
+ * enforced there. Returns: <0 on unexpected errors, 0.
  */
 int place_volume_observe_default(const VolumeRecord *v, const char *mount_path,
                                  PlaceVolumeObservation *ret);
@@ -88,10 +90,26 @@ typedef struct PlaceContext {
     uint64_t host_carvable;
 } PlaceContext;
 
+/* A workspace directory's project quota: its project id (0: none) and
+ * limit (0: none; clear_limit: remove one set before, as a reclaim may
+ * find). */
+typedef struct PlaceQuota {
+    uint32_t project_id;
+    uint64_t limit_bytes;
+    bool clear_limit;
+} PlaceQuota;
+
+/*
+ * Whether the layout's state pool can enforce per-workspace quotas on
+ * this kernel (XFS project quotas; see quota.h).
+ * Returns: 1, 0 with *ret_reason (static text) saying why not, -EINVAL.
+ */
+int place_quota_support(const Layout *l, const char **ret_reason);
+
 typedef struct PlaceCreateRequest {
     const char *id;
     const char *tenant;            /* NULL: none */
-    uint64_t quota;                /* must be 0 in v1 */
+    uint64_t quota;                /* bytes (project quota), 0: none */
     char **labels;                 /* "key=value" strv, may be NULL */
     bool reclaim;                  /* take back kept data of the same id */
 } PlaceCreateRequest;
@@ -102,7 +120,8 @@ typedef struct PlaceCreateRequest {
  * is at its bound), creates <volume mount>/workspaces/<id> owned by the
  * layout's workspace user/group with its dir_mode, and records it.
  * *ret (may be NULL) points into c->record.
- * Returns: -EINVAL (bad id or tenant), -EOPNOTSUPP (a quota: not in v1),
+ * Returns: -EINVAL (bad id or tenant), -EOPNOTSUPP (a quota this host
+ * cannot enforce),
  * -EEXIST (id in use, kept data without reclaim, directory clash), -EACCES
  * (reclaiming another tenant's data), -ENOSPC (pool full), -EBUSY/-EROFS
  * (sticky volume cannot take it), -errno; 0 on success. On failure
@@ -146,13 +165,16 @@ int place_workspace_intent(PlaceContext *c, const PlaceCreateRequest *req, const
 /*
  * Step 2, the directory (the filesystem part; the agent runs it in a
  * worker): <volume mount>/workspaces/<id>, owned by the layout's
- * workspace user and group, with its dir_mode. Without reclaim, an
- * existing directory or a mount point in use is refused (-EEXIST).
- * *ret_created: it did not exist before.
+ * workspace user and group, with its dir_mode, labelled with the
+ * quota's project (inherited below it) and its limit set (quota may be
+ * NULL: no project). Without reclaim, an existing directory or a mount
+ * point in use is refused (-EEXIST). *ret_created: it did not exist
+ * before. A limit that cannot be set fails the step and removes a
+ * directory it made.
  * Returns: -EEXIST, -ESRCH (user/group), -errno, 0.
  */
-int place_workspace_make_dir(const Layout *l, const char *volume, const char *id, bool reclaim, bool *ret_created,
-                             PlaceError *error);
+int place_workspace_make_dir(const Layout *l, const char *volume, const char *id, bool reclaim,
+                             const PlaceQuota *quota, bool *ret_created, PlaceError *error);
 /* Step 3: the workspace being created is active (saved through c->save).
  * Returns: -ENOENT (not being created), -errno of the save, 0. */
 int place_workspace_activate(PlaceContext *c, const char *id, PlaceError *error);

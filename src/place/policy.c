@@ -34,6 +34,8 @@ static const char *const place_reason_table[_PLACE_REASON_MAX] = {
     [PLACE_REASON_READ_ONLY] = "read-only",
     [PLACE_REASON_UNAVAILABLE] = "unavailable",
     [PLACE_REASON_NOT_STICKY] = "not-sticky",
+    [PLACE_REASON_NO_QUOTA] = "no-quota",
+    [PLACE_REASON_OVERCOMMIT] = "quota-overcommit",
     [PLACE_REASON_POOL_FULL] = "pool-full",
     [PLACE_REASON_TOO_BIG] = "too-big",
     [PLACE_REASON_STICKY_MISSING] = "sticky-missing",
@@ -54,6 +56,7 @@ void place_pool_config_from_pool(const Pool *p, PlacePoolConfig *ret) {
         .reserve_bytes = p->workspace_reserve,
         .reserve_inodes = p->workspace_reserve_inodes,
         .volume_size = p->volume_size,
+        .quota_overcommit = p->quota_overcommit,
     };
 }
 
@@ -71,6 +74,17 @@ static const char *tenant_of(const char *t) {
 
 static uint64_t need_bytes(const PlaceRequest *req, const PlacePoolConfig *cfg) {
     return req->quota > 0 ? req->quota : cfg->reserve_bytes;
+}
+
+/* Whether the volume's quotas with this one would exceed what the layout
+ * lets them promise: quota_overcommit times its size. Free space is
+ * checked as well (a new workspace can write its whole quota now); this
+ * bounds what the workspaces already there may still claim. */
+static bool quota_overcommitted(const PlaceCandidate *c, const PlaceRequest *req, const PlacePoolConfig *cfg) {
+    if (c->size_bytes == 0)
+        return false;
+    unsigned pct = cfg->quota_overcommit ?: 100;
+    return (unsigned __int128) c->quota_sum + req->quota > (unsigned __int128) c->size_bytes * pct / 100;
 }
 
 /* The first reason that rules a candidate out, or NONE. A sticky request
@@ -93,6 +107,10 @@ static PlaceReason candidate_reason(const PlaceCandidate *c, const PlaceRequest 
         return PLACE_REASON_TENANT;
     if (req->sticky_volume)
         return PLACE_REASON_NONE;
+    if (req->quota > 0 && (c->flags & PLACE_VOLUME_NO_QUOTA))
+        return PLACE_REASON_NO_QUOTA;
+    if (req->quota > 0 && quota_overcommitted(c, req, cfg))
+        return PLACE_REASON_OVERCOMMIT;
     if (c->free_bytes < need_bytes(req, cfg))
         return PLACE_REASON_NO_SPACE;
     if (c->free_inodes < cfg->reserve_inodes)
@@ -200,6 +218,13 @@ static void append_rejections(PlaceStrbuf *b, const size_t counts[_PLACE_REASON_
             break;
         case PLACE_REASON_NOT_STICKY:
             place_strbuf_append(b, "not holding its data");
+            break;
+        case PLACE_REASON_NO_QUOTA:
+            place_strbuf_append(b, "not enforcing project quotas");
+            break;
+        case PLACE_REASON_OVERCOMMIT:
+            place_strbuf_append(b, "with quotas that would exceed %u%% of the volume (quota_overcommit)",
+                                cfg->quota_overcommit ?: 100);
             break;
         default:
             place_strbuf_append(b, "%s", place_reason_to_string(r));
@@ -444,6 +469,17 @@ int place_verdict_describe(const PlaceVerdict *v, const PlaceCandidate *c,
     case PLACE_REASON_NOT_STICKY:
         place_strbuf_append(&b, "not considered: the workspace's data is on %s", req->sticky_volume);
         break;
+    case PLACE_REASON_NO_QUOTA:
+        place_strbuf_append(&b, "rejected: it does not enforce project quotas (mounted without prjquota)");
+        break;
+    case PLACE_REASON_OVERCOMMIT: {
+        char buf2[32];
+        place_strbuf_append(&b, "rejected: quotas of %s there, ", format_bytes(buf, sizeof(buf), c->quota_sum));
+        place_strbuf_append(&b, "%s more would exceed %u%% of its %s (quota_overcommit)",
+                            format_bytes(buf, sizeof(buf), req->quota), cfg->quota_overcommit ?: 100,
+                            format_bytes(buf2, sizeof(buf2), c->size_bytes));
+        break;
+    }
     default:
         place_strbuf_append(&b, "rejected: %s", place_reason_to_string(v->reason));
     }

@@ -28,6 +28,7 @@
 
 #include "place-id.h"
 #include "place-internal.h"
+#include "quota.h"
 #include "util.h"
 
 void (*place_test_hook)(const char *point) = NULL;
@@ -99,6 +100,21 @@ static bool tenant_is_valid(const char *t) {
     return true;
 }
 
+int place_quota_support(const Layout *l, const char **ret_reason) {
+    const Pool *pool = l ? layout_pool(l, POOL_STATE) : NULL;
+    const BackendTraits *t = pool ? backend_traits(pool->backend) : NULL;
+    if (!ret_reason)
+        return -EINVAL;
+    if (!t || !t->fs) {
+        *ret_reason = "the state pool's backend (dir) has no filesystem of its own to enforce quotas on";
+        return 0;
+    }
+    int r = quota_kernel_support(t->fs->name, ret_reason);
+    /* Not known yet (no XFS volume mounted so far): the volumes tell, as
+     * candidates that do not enforce them (PLACE_VOLUME_NO_QUOTA). */
+    return r == -ENOENT ? 1 : r;
+}
+
 /* Checks that do not need the policy. Sets *ret_kept to the kept record
  * being reclaimed, if any. */
 static int check_request(PlaceContext *c, const PlaceCreateRequest *req,
@@ -118,13 +134,14 @@ static int check_request(PlaceContext *c, const PlaceCreateRequest *req,
         return place_fail(error, -EINVAL, PLACE_REASON_INVALID,
                           "invalid tenant '%s': it must match [a-z0-9][a-z0-9-]* and be at most %d "
                           "characters", req->tenant, LAYOUT_NAME_MAX);
-    if (req->quota != 0)
-        return place_fail(error, -EOPNOTSUPP, PLACE_REASON_INVALID,
-                          "per-workspace quotas are not supported in v1 (workspace '%s' asked for "
-                          "one); leave the quota out", req->id);
     if (!layout_pool(c->layout, POOL_STATE))
         return place_fail(error, -ENOENT, PLACE_REASON_INVALID,
                           "the layout has no state pool (pools.state): workspaces cannot be placed");
+    const char *why = NULL;
+    if (req->quota != 0 && place_quota_support(c->layout, &why) == 0)
+        return place_fail(error, -EOPNOTSUPP, PLACE_REASON_NO_QUOTA,
+                          "workspace '%s' asked for a quota, which cannot be enforced here: %s; "
+                          "leave the quota out", req->id, why);
 
     WorkspaceRecord *w = state_record_find_workspace(c->record, req->id);
     if (w && w->active)
@@ -204,7 +221,9 @@ static int carve_volume(PlaceContext *c, unsigned index, VolumeRecord **ret, Pla
     if (r < 0)
         return place_fail(error, r, PLACE_REASON_NONE, "observing new volume %s failed: %s",
                           v->name, strerror(-r));
-    if (o.flags != 0)
+    /* Not enforcing quotas is not a fault of the volume (the policy
+     * weighs it per request). */
+    if (o.flags & ~PLACE_VOLUME_NO_QUOTA)
         return place_fail(error, -EIO, PLACE_REASON_UNAVAILABLE,
                           "new volume %s is not usable after carving (%s)", v->name,
                           (o.flags & PLACE_VOLUME_UNAVAILABLE) ? "not mounted" :
@@ -255,10 +274,25 @@ static int check_mountpoint_free(const char *path) {
     return r;
 }
 
+/* Labels the directory with its project (inherited below it) and sets
+ * the quota's limit. Without a quota a filesystem that has no project ids
+ * (ext4 without the feature) is fine: the label only serves a quota. */
+static int apply_project(const char *mount, int fd, const PlaceQuota *q) {
+    int r = quota_dir_set_project(fd, q->project_id);
+    if (r < 0)
+        return q->limit_bytes > 0 ? r : 0;
+    if (q->limit_bytes == 0 && !q->clear_limit)
+        return 0;
+    _cleanup_close_ int mfd = open(mount, O_PATH | O_DIRECTORY | O_CLOEXEC);
+    if (mfd < 0)
+        return -errno;
+    return quota_set_limit(mfd, q->project_id, q->limit_bytes, 0);
+}
+
 /* Makes the state directory (or, when reclaiming, makes sure it is there)
- * with the owner and mode the layout asks for. */
+ * with the owner and mode the layout asks for, and its project quota. */
 static int make_state_dir(const char *mount, const char *id, bool may_exist, uid_t uid, gid_t gid,
-                          mode_t mode, bool *ret_created) {
+                          mode_t mode, const PlaceQuota *quota, bool *ret_created) {
     _cleanup_close_ int wfd = -EBADF, fd = -EBADF;
     bool created = true;
 
@@ -277,6 +311,11 @@ static int make_state_dir(const char *mount, const char *id, bool may_exist, uid
      * narrowed by the umask, so the mode is set explicitly. */
     if (fchown(fd, uid, gid) < 0 || fchmod(fd, mode & 07777) < 0) {
         r = -errno;
+        if (created)
+            (void) unlinkat(wfd, id, AT_REMOVEDIR);
+        return r;
+    }
+    if (quota && quota->project_id > 0 && (r = apply_project(mount, fd, quota)) < 0) {
         if (created)
             (void) unlinkat(wfd, id, AT_REMOVEDIR);
         return r;
@@ -368,6 +407,17 @@ static int workspace_paths(const Layout *l, const char *volume, const char *id, 
     return 0;
 }
 
+/* A project id no workspace of the record has: one past the highest.
+ * Every workspace gets one, with or without a quota, so that a quota set
+ * later (layoutctl quota) covers everything it wrote, and its usage can be
+ * read either way. */
+static uint32_t next_project_id(const StateRecord *s) {
+    uint32_t max = 0;
+    for (size_t i = 0; i < s->n_workspaces; i++)
+        max = MAX(max, s->workspaces[i]->project_id);
+    return max + 1;
+}
+
 int place_workspace_intent(PlaceContext *c, const PlaceCreateRequest *req, const char *volume,
                            WorkspaceRecord **ret, PlaceError *error) {
     WorkspaceRecord *kept = NULL;
@@ -408,6 +458,8 @@ int place_workspace_intent(PlaceContext *c, const PlaceCreateRequest *req, const
         WorkspaceRecord w = {
             .id = (char *) req->id,
             .tenant = (char *) req->tenant,
+            .quota = req->quota,
+            .project_id = next_project_id(c->record),
             .labels = req->labels,
             .volume = v->name,
             .state_dir = state_dir,
@@ -432,6 +484,9 @@ int place_workspace_intent(PlaceContext *c, const PlaceCreateRequest *req, const
             free(kept->state_dir);
             kept->state_dir = TAKE_PTR(state_dir);
         }
+        kept->quota = req->quota;
+        if (kept->project_id == 0)
+            kept->project_id = next_project_id(c->record);
         kept->creating = true;
     }
     r = place_save(c);
@@ -445,8 +500,8 @@ int place_workspace_intent(PlaceContext *c, const PlaceCreateRequest *req, const
     return 0;
 }
 
-int place_workspace_make_dir(const Layout *l, const char *volume, const char *id, bool reclaim, bool *ret_created,
-                             PlaceError *error) {
+int place_workspace_make_dir(const Layout *l, const char *volume, const char *id, bool reclaim,
+                             const PlaceQuota *quota, bool *ret_created, PlaceError *error) {
     _cleanup_free_ char *mount = NULL, *state_dir = NULL, *mountpoint = NULL;
     uid_t uid;
     gid_t gid;
@@ -474,7 +529,10 @@ int place_workspace_make_dir(const Layout *l, const char *volume, const char *id
                               "choose another id or remove it", mountpoint);
     }
     bool created = false;
-    r = make_state_dir(mount, id, reclaim, uid, gid, l->workspace.dir_mode ?: 0750, &created);
+    r = make_state_dir(mount, id, reclaim, uid, gid, l->workspace.dir_mode ?: 0750, quota, &created);
+    if (r < 0 && quota && quota->limit_bytes > 0 && r != -EEXIST)
+        return place_fail(error, r, PLACE_REASON_NONE, "creating %s with its quota (project %u) failed: %s",
+                          state_dir, quota->project_id, strerror(-r));
     if (r < 0)
         return place_fail(error, r, PLACE_REASON_NONE, "creating %s failed: %s", state_dir, strerror(-r));
     if (ret_created)
@@ -513,7 +571,8 @@ int place_workspace_resume(PlaceContext *c, const char *id, PlaceError *error) {
     if (!w || !w->creating || !w->volume)
         return place_fail(error, -ENOENT, PLACE_REASON_NONE, "no workspace '%s' is being created", id ?: "");
     /* Its directory may be there already (the crash came after it). */
-    int r = place_workspace_make_dir(c->layout, w->volume, id, true, NULL, error);
+    PlaceQuota q = { .project_id = w->project_id, .limit_bytes = w->quota, .clear_limit = true };
+    int r = place_workspace_make_dir(c->layout, w->volume, id, true, &q, NULL, error);
     if (r < 0)
         return r;
     return place_workspace_activate(c, id, error);
@@ -528,7 +587,8 @@ int place_workspace_create_on(PlaceContext *c, const PlaceCreateRequest *req, co
     if (r < 0)
         return r;
     bool created = false;
-    r = place_workspace_make_dir(c->layout, volume, req->id, req->reclaim, &created, error);
+    PlaceQuota q = { .project_id = w->project_id, .limit_bytes = w->quota, .clear_limit = req->reclaim };
+    r = place_workspace_make_dir(c->layout, volume, req->id, req->reclaim, &q, &created, error);
     if (r < 0) {
         place_workspace_abandon(c, req->id, !req->reclaim);
         return r;

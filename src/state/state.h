@@ -60,6 +60,8 @@ typedef struct WorkspaceRecord {
     char *id;
     char *tenant;          /* NULL: none */
     uint64_t quota;        /* bytes, 0: none */
+    uint32_t project_id;   /* the project quota id of its state directory
+                              (unique in the record), 0: none given */
     char **labels;         /* "key=value" strv, may be NULL */
     char *volume;          /* state volume name it is placed on */
     char *state_dir;       /* <volume mount>/workspaces/<id> */

@@ -423,9 +423,23 @@ static void test_negative_numbers(void **state) {
                   { 8, 17, "stop_timeout: a duration must not be negative" });
 }
 
+/* A quota is the layout's to ask for and placement's to refuse where the
+ * host cannot enforce it (place_quota_support): the layout parses. */
 static void test_quota(void **state) {
-    CHECK_FIXTURE("quota.yaml", { 8, 7, "per-workspace quotas are not supported in v1 (no project quota support); "
-                                        "remove the key" });
+    _cleanup_(layout_freep) Layout *l = parse_ok_file(FIXTURES "quota.yaml");
+    assert_int_equal(l->workspace.n_static_workspaces, 1);
+    assert_int_equal(l->workspace.static_workspaces[0].quota, 10ULL << 30);
+    assert_int_equal(layout_pool(l, POOL_STATE)->quota_overcommit, 100);
+
+    _cleanup_(layout_freep) Layout *o = parse_ok("version: 1\npools:\n  state:\n    backend: loop-xfs\n"
+                                                 "    volume_size: 1G\n    quota_overcommit: 150%\n");
+    assert_int_equal(layout_pool(o, POOL_STATE)->quota_overcommit, 150);
+    CHECK_STRING("version: 1\npools:\n  state:\n    backend: loop-xfs\n    volume_size: 1G\n"
+                 "    quota_overcommit: 1.5\n",
+                 { 6, 23, "quota_overcommit" });
+    CHECK_STRING("version: 1\npools:\n  state:\n    backend: dir\nworkspace:\n  workspaces:\n"
+                 "    - id: ws-1\n      quota: lots\n",
+                 { 8, 14, "quota" });
 }
 
 static void test_cross_field(void **state) {

@@ -236,7 +236,8 @@ static void test_refusals(void **state) {
 
     PlaceCreateRequest q = { .id = "quota", .quota = 10 * MIB };
     assert_int_equal(place_workspace_create(&f->ctx, &q, NULL, &e), -EOPNOTSUPP);
-    assert_non_null(strstr(e.message, "per-workspace quotas are not supported in v1"));
+    assert_non_null(strstr(e.message, "cannot be enforced here"));
+    assert_int_equal(e.reason, PLACE_REASON_NO_QUOTA);
     place_error_done(&e);
 
     const char *bad[] = { "../etc", "a/b", "Upper", "-x", "", "a.b" };

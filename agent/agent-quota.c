@@ -1,0 +1,312 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+/*
+ * Per-workspace quotas: XFS project quotas on the state volumes (see
+ * src/dev/quota.h and docs/layout.md, "Quotas"). Placement gives each
+ * workspace a project id and sets its limit when it makes the directory;
+ * this module reads the usage (with the flush probe, in its worker: a
+ * quotactl may read the quota file on a busy volume), reports it (the
+ * workspace's JSON, metrics, a problem at 90 %), says whether this host
+ * can enforce quotas at all, and changes a limit online (a worker job:
+ * setting one commits a transaction on the volume).
+ *
+ * What the kernel counts is what the workspace's daemon keeps on the
+ * state volume: small files, stubs, and large files until the content
+ * pool takes them. The pool's share is the daemon's own figure
+ * (pool_share_bytes of its stats), reported beside the quota and not
+ * enforced by it.
+ */
+#include <errno.h>
+#include <stdlib.h>
+
+#include "agent.h"
+#include "log.h"
+#include "place-workspaces.h"
+#include "quota.h"
+#include "util.h"
+
+#define QUOTA_ALERT_PERCENT 90
+
+typedef struct QuotaEntry {
+    char *id;
+    QuotaUsage usage;
+    int error;                   /* errno of the latest read, 0 */
+    bool known;
+} QuotaEntry;
+
+struct AgentQuota {
+    QuotaEntry *entries;
+    size_t n;
+};
+
+static QuotaEntry *entry_find(Agent *a, const char *id) {
+    AgentQuota *q = a->quota;
+    for (size_t i = 0; q && i < q->n; i++)
+        if (streq(q->entries[i].id, id))
+            return &q->entries[i];
+    return NULL;
+}
+
+static QuotaEntry *entry_get(Agent *a, const char *id) {
+    if (!a->quota && !(a->quota = calloc(1, sizeof(AgentQuota))))
+        return NULL;
+    AgentQuota *q = a->quota;
+    QuotaEntry *e = entry_find(a, id);
+    if (e)
+        return e;
+    QuotaEntry *t = realloc(q->entries, sizeof(QuotaEntry) * (q->n + 1));
+    if (!t)
+        return NULL;
+    q->entries = t;
+    e = &q->entries[q->n];
+    *e = (QuotaEntry) { .id = strdup(id) };
+    if (!e->id)
+        return NULL;
+    q->n++;
+    return e;
+}
+
+/* Whether the volume's mount has project quotas enforced, from the
+ * cached observation (mountinfo's options: no I/O). */
+bool agent_quota_volume_enforces(Agent *a, const char *volume) {
+    const VolumeObservation *o = volume ? agent_volume(a, volume) : NULL;
+    if (!o || !volume_observation_is_up(o) || !o->mount.options || !o->mount.fstype)
+        return false;
+    const char *opt = quota_mount_option(o->mount.fstype);
+    if (!opt)
+        return false;
+    size_t n = strlen(opt);
+    for (const char *p = o->mount.options; (p = strstr(p, opt)); p += n)
+        if ((p == o->mount.options || p[-1] == ',') && (p[n] == ',' || p[n] == 0))
+            return true;
+    return false;
+}
+
+json_object *agent_quota_probe_args(Agent *a) {
+    StateRecord *record = agent_record(a);
+    json_object *arr = json_object_new_array();
+    for (size_t i = 0; arr && i < record->n_workspaces; i++) {
+        const WorkspaceRecord *w = record->workspaces[i];
+        _cleanup_free_ char *mount = NULL;
+        if (!w->active || !w->project_id || !agent_quota_volume_enforces(a, w->volume) ||
+            layout_mount_path(agent_layout(a), w->volume, &mount) < 0)
+            continue;
+        json_object *o = json_object_new_object();
+        json_object_object_add(o, "id", json_object_new_string(w->id));
+        json_object_object_add(o, "mount", json_object_new_string(mount));
+        json_object_object_add(o, "project", json_object_new_uint64(w->project_id));
+        json_object_array_add(arr, o);
+    }
+    return arr;
+}
+
+void agent_quota_merge(Agent *a, json_object *quotas) {
+    for (size_t i = 0; quotas && i < json_object_array_length(quotas); i++) {
+        json_object *o = json_object_array_get_idx(quotas, i), *v;
+        const char *id = json_object_object_get_ex(o, "id", &v) ? json_object_get_string(v) : NULL;
+        QuotaEntry *e = id ? entry_get(a, id) : NULL;
+        if (!e)
+            continue;
+        if (json_object_object_get_ex(o, "error", &v)) {
+            e->error = json_object_get_int(v);
+            continue;
+        }
+        e->error = 0;
+        e->known = true;
+#define U(k) (json_object_object_get_ex(o, #k, &v) ? json_object_get_uint64(v) : 0)
+        e->usage = (QuotaUsage) { .limit_bytes = U(limit_bytes), .used_bytes = U(used_bytes),
+                                  .limit_inodes = U(limit_inodes), .used_inodes = U(used_inodes) };
+#undef U
+    }
+}
+
+json_object *agent_quota_workspace_json(Agent *a, const WorkspaceRecord *w) {
+    json_object *o = json_object_new_object();
+    const QuotaEntry *e = entry_find(a, w->id);
+    bool enforced = w->project_id && agent_quota_volume_enforces(a, w->volume);
+    /* The record's limit is what was asked; the kernel's is what holds
+     * (they differ only while a change is under way or failed). */
+    json_object_object_add(o, "limit_bytes", json_object_new_uint64(w->quota));
+    json_object_object_add(o, "used_bytes", e && e->known ? json_object_new_uint64(e->usage.used_bytes) : NULL);
+    json_object_object_add(o, "limit_inodes", json_object_new_uint64(e && e->known ? e->usage.limit_inodes : 0));
+    json_object_object_add(o, "used_inodes", e && e->known ? json_object_new_uint64(e->usage.used_inodes) : NULL);
+    json_object_object_add(o, "enforced_by", enforced ? json_object_new_string("xfs-project") : NULL);
+    json_object_object_add(o, "project_id", w->project_id ? json_object_new_uint64(w->project_id) : NULL);
+    if (e && e->error)
+        json_object_object_add(o, "error", json_object_new_string(strerror(e->error)));
+    return o;
+}
+
+json_object *agent_quota_status_json(Agent *a) {
+    const char *why = NULL;
+    int r = place_quota_support(agent_layout(a), &why);
+    StateRecord *record = agent_record(a);
+    size_t enforcing = 0, state = 0;
+    for (size_t i = 0; i < record->n_volumes; i++)
+        if (record->volumes[i]->role == POOL_STATE) {
+            state++;
+            enforcing += agent_quota_volume_enforces(a, record->volumes[i]->name);
+        }
+    /* A kernel that has them, with no volume mounted with them yet (all
+     * mounted by an older agent), cannot enforce one either: say so. */
+    if (r > 0 && state > 0 && enforcing == 0) {
+        r = 0;
+        why = "no state volume is mounted with project quotas (prjquota); they were mounted before "
+              "quotas were enabled: a restart of the volumes (teardown, apply) turns them on";
+    }
+    json_object *o = json_object_new_object();
+    json_object_object_add(o, "supported", json_object_new_boolean(r > 0));
+    json_object_object_add(o, "reason", r > 0 ? NULL : json_object_new_string(why ?: strerror(r < 0 ? -r : EINVAL)));
+    json_object_object_add(o, "volumes_enforcing", json_object_new_uint64(enforcing));
+    return o;
+}
+
+int agent_quota_problems(Agent *a, const WorkspaceRecord *w, uint64_t *ret_used, uint64_t *ret_limit) {
+    const QuotaEntry *e = entry_find(a, w->id);
+    if (!e || !e->known || w->quota == 0 || !e->usage.limit_bytes)
+        return 0;
+    *ret_used = e->usage.used_bytes;
+    *ret_limit = e->usage.limit_bytes;
+    return (unsigned __int128) e->usage.used_bytes * 100 >= (unsigned __int128) e->usage.limit_bytes * QUOTA_ALERT_PERCENT;
+}
+
+/* ---- an online change ----------------------------------------------------- */
+
+typedef struct QuotaChange {
+    char *id;
+    uint64_t bytes, before;
+    ApiOperation *op;
+} QuotaChange;
+
+static void quota_change_free(QuotaChange *c) {
+    if (!c)
+        return;
+    free(c->id);
+    api_operation_unref(c->op);
+    free(c);
+}
+
+static void on_quota_set(Agent *a, int error, const char *message, ApplyResult *res, json_object *extra,
+                         void *userdata) {
+    QuotaChange *c = userdata;
+    WorkspaceRecord *w = state_record_find_workspace(agent_record(a), c->id);
+    ApiError err = {};
+    if (error < 0) {
+        if (error == -EOPNOTSUPP)
+            api_error_set(&err, error, 501, "not_supported", "the quota of workspace '%s' cannot be enforced: %s", c->id,
+                          message ?: strerror(-error));
+        else
+            api_error_set(&err, error, 500, "internal", "setting the quota of workspace '%s' failed: %s", c->id,
+                          message ?: strerror(-error));
+        log_warning("workspace %s: %s", c->id, err.message);
+        if (c->op)
+            api_operation_fail(c->op, &err);
+        quota_change_free(c);
+        return;
+    }
+    if (!w) {
+        api_error_set(&err, -ENOENT, 409, "removed", "workspace '%s' was removed while its quota changed", c->id);
+        if (c->op)
+            api_operation_fail(c->op, &err);
+        quota_change_free(c);
+        return;
+    }
+    w->quota = c->bytes;
+    agent_persist(a);
+    log_info("workspace %s: quota %" PRIu64 " -> %" PRIu64 " bytes", c->id, c->before, c->bytes);
+    json_object *f = json_object_new_object();
+    json_object_object_add(f, "workspace", json_object_new_string(c->id));
+    json_object_object_add(f, "limit_bytes", json_object_new_uint64(c->bytes));
+    agent_event(a, "workspace.quota", f);
+    /* The usage is read again with the next probe; the limit holds now. */
+    QuotaEntry *e = entry_find(a, c->id);
+    if (e)
+        e->usage.limit_bytes = c->bytes;
+    if (c->op)
+        agent_operation_succeed_saved(a, c->op, 200, agent_workspace_json(a, w));
+    quota_change_free(c);
+}
+
+int agent_quota_set(Agent *a, const char *id, uint64_t bytes, ApiOperation *op, ApiError *err) {
+    WorkspaceRecord *w = state_record_find_workspace(agent_record(a), id);
+    const char *why = NULL;
+    if (!w || !w->active)
+        return api_error_set(err, -ENOENT, 404, "not_found", "no workspace '%s'", id);
+    if (place_quota_support(agent_layout(a), &why) == 0)
+        return api_error_set(err, -EOPNOTSUPP, 501, "not_supported",
+                             "a quota cannot be enforced here: %s", why);
+    if (!w->project_id || !agent_quota_volume_enforces(a, w->volume))
+        return api_error_set(err, -EOPNOTSUPP, 501, "not_supported",
+                             "workspace '%s' is on %s, which does not enforce project quotas (%s)", id,
+                             w->volume ?: "?", w->project_id ? "mounted without prjquota" : "it has no project id");
+    _cleanup_free_ char *mount = NULL;
+    int r = layout_mount_path(agent_layout(a), w->volume, &mount);
+    if (r < 0)
+        return r;
+    QuotaChange *c = calloc(1, sizeof(*c));
+    if (!c || !(c->id = strdup(id))) {
+        free(c);
+        return -ENOMEM;
+    }
+    c->bytes = bytes;
+    c->before = w->quota;
+    c->op = api_operation_ref(op);
+    json_object *args = json_object_new_object();
+    json_object_object_add(args, "mount", json_object_new_string(mount));
+    json_object_object_add(args, "project", json_object_new_uint64(w->project_id));
+    json_object_object_add(args, "limit", json_object_new_uint64(bytes));
+    if (op) {
+        _cleanup_free_ char *res = NULL;
+        if (asprintf(&res, "/v1/workspaces/%s", id) >= 0)
+            (void) api_operation_set_resource(op, res);
+    }
+    r = agent_job_submit_full(a, WORKER_OP_QUOTA, args, w->volume, NULL, AGENT_JOB_OWN_RESULT, on_quota_set, c);
+    if (r < 0) {
+        quota_change_free(c);
+        return r;
+    }
+    return 1;
+}
+
+/* ---- the module ----------------------------------------------------------- */
+
+static void quota_metrics(Agent *a, MetricsWriter *w) {
+    StateRecord *record = agent_record(a);
+    (void) metrics_writer_family(w, "layoutd_workspace_quota_limit_bytes", METRIC_GAUGE,
+                                 "The workspace's quota (0: none)");
+    for (size_t i = 0; i < record->n_workspaces; i++)
+        if (record->workspaces[i]->active)
+            (void) metrics_writer_sample(w, (const char *const[]) { "workspace", record->workspaces[i]->id, NULL },
+                                         (double) record->workspaces[i]->quota);
+    (void) metrics_writer_family(w, "layoutd_workspace_quota_used_bytes", METRIC_GAUGE,
+                                 "Bytes charged to the workspace's project on its state volume");
+    for (size_t i = 0; i < record->n_workspaces; i++) {
+        const QuotaEntry *e = record->workspaces[i]->active ? entry_find(a, record->workspaces[i]->id) : NULL;
+        if (e && e->known)
+            (void) metrics_writer_sample(w, (const char *const[]) { "workspace", e->id, NULL },
+                                         (double) e->usage.used_bytes);
+    }
+    (void) metrics_writer_family(w, "layoutd_workspace_quota_used_inodes", METRIC_GAUGE,
+                                 "Inodes charged to the workspace's project on its state volume");
+    for (size_t i = 0; i < record->n_workspaces; i++) {
+        const QuotaEntry *e = record->workspaces[i]->active ? entry_find(a, record->workspaces[i]->id) : NULL;
+        if (e && e->known)
+            (void) metrics_writer_sample(w, (const char *const[]) { "workspace", e->id, NULL },
+                                         (double) e->usage.used_inodes);
+    }
+}
+
+static void quota_free(Agent *a) {
+    AgentQuota *q = a->quota;
+    if (!q)
+        return;
+    for (size_t i = 0; i < q->n; i++)
+        free(q->entries[i].id);
+    free(q->entries);
+    a->quota = mfree(q);
+}
+
+const AgentModule agent_quota_module = {
+    .name = "quota",
+    .free = quota_free,
+    .metrics = quota_metrics,
+};
