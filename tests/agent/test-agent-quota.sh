@@ -1,0 +1,58 @@
+#!/usr/bin/env bash
+# Quotas where the kernel cannot enforce them (this project's CI host: no
+# CONFIG_XFS_QUOTA): /v1/status says so and why, a create or a change with
+# a quota is refused with 501 and the reason, nothing is created half-way,
+# and a workspace without a quota works as before, with a project id. The
+# enforcing path (EDQUOT at the limit, the neighbour writing on) is proven
+# in the VM suite: tests/vm/guest/40-quota.sh.
+TEST_NAME=agent-quota
+. "$LAYOUTD_TESTS/lib/common.sh"
+. "$LAYOUTD_TESTS/agent/lib-agent.sh"
+require_root; require_loop; require_fuse; require_cmd curl; require_cmd mkfs.xfs
+[ -x "$PY" ] || skip "needs /usr/bin/python3"
+[ -x "$WSFS" ] || fail "reference daemon not built: $WSFS"
+
+L=$WORK/layout.yaml
+write_layout "$L" 1 4 2
+sed -i -e '0,/backend: loop-ext4/s//backend: loop-xfs/' -e '0,/volume_size: 64MiB/s//volume_size: 320MiB/' "$L"
+start_agent "$L"
+if [ -e /proc/fs/xfs/xqm ]; then
+    skip "this kernel has XFS quota support: the refusal path cannot be shown here (the VM suite proves enforcement)"
+fi
+
+s=$(api GET /v1/status)
+assert_eq False "$(jget "$s" "d['quotas']['supported']")" "quotas.supported on a kernel without XFS quota"
+jget "$s" "d['quotas']['reason']" | has CONFIG_XFS_QUOTA || fail "quotas.reason does not name the cause: $s"
+
+# The API: 501 with the reason; nothing is made.
+out=$(api POST /v1/workspaces '{"id":"ws-q","quota":"32M"}')
+assert_eq 501 "$(st)" "a create with a quota"
+assert_eq not_supported "$(jget "$out" "d['error']['code']")" "its code"
+jget "$out" "d['error']['message']" | has "cannot be enforced here" || fail "501 without the reason: $out"
+api GET /v1/workspaces/ws-q >/dev/null; assert_eq 404 "$(st)" "the refused create left a workspace"
+[ ! -e "$WORK/root/volumes/state-0/workspaces/ws-q" ] || fail "the refused create left a directory"
+
+# layoutctl: a non-zero exit and the same words.
+if "$LAYOUTCTL" --socket "$SOCK" add ws-q --quota 32M >"$WORK/add.out" 2>&1; then
+    fail "layoutctl add --quota succeeded on a host that cannot enforce it"
+fi
+has "cannot be enforced here" <"$WORK/add.out" || fail "layoutctl add --quota: $(cat "$WORK/add.out")"
+
+# Without a quota: as before, with a project id, and no enforcement claimed.
+api POST /v1/workspaces '{"id":"ws-1"}' >/dev/null; assert_eq 201 "$(st)" "a create without a quota"
+w=$(api GET /v1/workspaces/ws-1)
+assert_eq 0 "$(jget "$w" "d['quota']['limit_bytes']")" "quota.limit_bytes"
+assert_eq None "$(jget "$w" "d['quota']['enforced_by']")" "quota.enforced_by where nothing enforces it"
+[ "$(jget "$w" "d['quota']['project_id']")" -ge 1 ] || fail "no project id: $w"
+echo hello >"$WORK/mnt/ws-1/f" || fail "cannot write into ws-1"
+
+# An online change: refused the same way, and the record unchanged.
+if "$LAYOUTCTL" --socket "$SOCK" quota ws-1 1G >"$WORK/q.out" 2>&1; then
+    fail "layoutctl quota succeeded on a host that cannot enforce it"
+fi
+has "cannot be enforced here" <"$WORK/q.out" || fail "layoutctl quota: $(cat "$WORK/q.out")"
+out=$(api PUT /v1/workspaces/ws-1/quota '{"quota":"1G"}'); assert_eq 501 "$(st)" "PUT quota"
+out=$(api PUT /v1/workspaces/ws-1/quota '{"quota":"1G","x":1}'); assert_eq 400 "$(st)" "PUT quota with an unknown field"
+assert_eq 0 "$(jget "$(api GET /v1/workspaces/ws-1)" "d['quota_bytes']")" "quota_bytes after the refused change"
+stop_agent
+log "PASS"

@@ -1,0 +1,96 @@
+# Per-workspace quotas enforced by the kernel (Debian's kernel has XFS
+# quotas; the CI host's has not, where tests/agent/test-agent-quota.sh
+# proves the refusal): a loop-xfs state volume mounted with prjquota, two
+# workspaces on it, one with a 64 MiB quota. Its usage and the 90 % alert
+# show up; its writer hits EDQUOT at the limit while its neighbour on the
+# same volume keeps writing; `layoutctl quota` raises the limit online and
+# the writer goes on. The packaged agent and daemon, the real socket.
+. "$LAYOUTD_VM_HOME/guest/lib.sh"
+command -v layoutctl >/dev/null || skip "layoutctl not installed"
+command -v jq >/dev/null || fail "jq missing in the guest (tests/vm/guest-packages)"
+[ -e /proc/fs/xfs/xqm ] || modprobe xfs 2>/dev/null || true
+data_mount
+root=/srv/data/quota-root
+sock=/run/layoutd-quota.sock
+T0=$SECONDS
+step() { log "[$((SECONDS - T0))s] $*"; }
+lc() { layoutctl --socket "$sock" "$@"; }
+get() { curl -sSf --max-time 60 --unix-socket "$sock" "http://localhost$1" || fail "GET $1 failed"; }
+wait_for() {
+    local limit=$1 what=$2; shift 2
+    local end=$((SECONDS + limit))
+    until "$@" >/dev/null 2>&1; do
+        [ $SECONDS -lt $end ] || fail "timed out after ${limit}s waiting for: $what"
+        sleep 1
+    done
+}
+cat >/tmp/quota.yaml <<YAML
+version: 1
+root: $root
+pools:
+  state:
+    backend: loop-xfs
+    volume_size: 512MiB
+    min_volumes: 1
+    max_volumes: 1
+    workspaces_per_volume: 2
+  content:
+    backend: loop-ext4
+    volume_size: 512MiB
+workspace:
+  command: [/usr/libexec/layoutd/layoutd-wsfs, --state, "{state_dir}", --content, "{content_dirs}", "{mountpoint}"]
+  mount_root: $root/mnt
+api:
+  socket: $sock
+  flush_probe_interval: 1s
+YAML
+on_exit "lc shutdown --stop-workspaces >/dev/null 2>&1; sleep 2; kill \$(cat agent.pid 2>/dev/null) 2>/dev/null;
+         layoutctl teardown --layout /tmp/quota.yaml --destroy-data --remove-workspaces >/dev/null 2>&1; true"
+
+step "the agent on a loop-xfs state pool"
+layoutd --layout /tmp/quota.yaml >agent.log 2>&1 &
+echo $! >agent.pid
+lc status --wait 120 >/dev/null || { tail -n 30 agent.log; fail "the agent did not come up"; }
+findmnt -n -o OPTIONS "$root/volumes/state-0" | tee opts.out
+grep -qw prjquota opts.out || fail "state-0 is not mounted with prjquota: $(cat opts.out)"
+q=$(get /v1/status | jq -c .quotas)
+log "status quotas: $q"
+[ "$(jq -r .supported <<<"$q")" = true ] || fail "quotas not supported in the guest: $q"
+
+step "two workspaces on state-0, one with a 64 MiB quota"
+lc add wq --quota 64M --wait 120 || fail "layoutctl add --quota"
+lc add wn --wait 120 || fail "layoutctl add (the neighbour)"
+w=$(get /v1/workspaces/wq)
+[ "$(jq -r .volume <<<"$w")" = "$(get /v1/workspaces/wn | jq -r .volume)" ] || fail "the two are not neighbours"
+[ "$(jq -r .quota.enforced_by <<<"$w")" = xfs-project ] || fail "quota not enforced: $(jq -c .quota <<<"$w")"
+[ "$(jq -r .quota.limit_bytes <<<"$w")" = $((64 << 20)) ] || fail "limit: $(jq -c .quota <<<"$w")"
+proj=$(jq -r .quota.project_id <<<"$w")
+xfs_io -c 'lsproj' "$root/volumes/state-0/workspaces/wq" | tee lsproj.out
+grep -q "projid = $proj" lsproj.out || fail "the state directory is not in project $proj"
+
+step "small files (they stay on the state volume) to past 90 %"
+mkdir "$root/mnt/wq/small"
+for i in $(seq 1 1900); do head -c 32768 /dev/urandom >"$root/mnt/wq/small/f$i" || break; done
+sync -f "$root/mnt/wq/small/f1"
+used_past() { [ "$(get /v1/workspaces/wq | jq -r '.quota.used_bytes // 0')" -ge "$1" ]; }
+wait_for 30 "usage read back (>= 58 MiB)" used_past $((58 << 20))
+log "usage: $(get /v1/workspaces/wq | jq -c .quota)"
+near() { get /v1/status | jq -e '.problems[] | select(.code == "quota-near-limit" and .workspace == "wq")'; }
+wait_for 30 "the quota-near-limit problem" near
+get /metrics | has 'layoutd_workspace_quota_used_bytes{workspace="wq"}' || fail "no quota metric"
+
+step "the writer hits EDQUOT; its neighbour writes on"
+if dd if=/dev/zero of="$root/mnt/wq/big" bs=1M count=32 conv=fsync 2>dd.err; then
+    fail "32 MiB more went past a 64 MiB quota"
+fi
+cat dd.err
+grep -q "Disk quota exceeded" dd.err || fail "the writer did not get EDQUOT: $(cat dd.err)"
+dd if=/dev/urandom of="$root/mnt/wn/big" bs=1M count=100 conv=fsync 2>dn.err || { cat dn.err; fail "the neighbour could not write"; }
+cmp -s <(head -c 32768 "$root/mnt/wq/small/f7") "$root/mnt/wq/small/f7" || fail "a file below the quota cannot be read"
+
+step "layoutctl quota raises it online"
+rm -f "$root/mnt/wq/big"
+lc quota wq 256M --wait 60 || fail "layoutctl quota"
+[ "$(get /v1/workspaces/wq | jq -r .quota_bytes)" = $((256 << 20)) ] || fail "quota_bytes not changed"
+dd if=/dev/zero of="$root/mnt/wq/big" bs=1M count=32 conv=fsync 2>dd2.err || { cat dd2.err; fail "still refused after the raise"; }
+step "done"
