@@ -240,6 +240,7 @@ static int h_capacity(void *userdata, ApiCall *call) {
             continue;
         json_object *o = json_object_new_object();
         uint64_t size = 0, used = 0, free_bytes = 0, growable = 0, free_slots = 0, workspaces = 0;
+        uint64_t quota_sum = 0, quota_room = 0;
         unsigned volumes = 0, accepting = 0;
         for (size_t i = 0; obs && i < obs->n; i++) {
             const VolumeObservation *v = &obs->volumes[i];
@@ -257,6 +258,17 @@ static int h_capacity(void *userdata, ApiCall *call) {
                 continue;
             size_t n = state_record_count_workspaces(record, v->name);
             workspaces += n;
+            /* The quotas a volume may still promise: quota_overcommit of
+             * its size (growth included) less those of its workspaces. */
+            uint64_t vq = 0;
+            for (size_t k = 0; k < record->n_workspaces; k++)
+                if (record->workspaces[k]->active && streq_ptr(record->workspaces[k]->volume, v->name))
+                    vq += record->workspaces[k]->quota;
+            quota_sum += vq;
+            if (v->has_statvfs && agent_quota_volume_enforces(a, v->name)) {
+                uint64_t allowed = (uint64_t) ((unsigned __int128) (v->fs_size + g) * p->quota_overcommit / 100);
+                quota_room += allowed > vq ? allowed - vq : 0;
+            }
             VolumeHealth health = volume_health_from_string(agent_volume_health(a, v, NULL));
             if (capacity_volume_accepts(p, v, health, g) && n < p->workspaces_per_volume) {
                 free_slots += p->workspaces_per_volume - n;
@@ -285,6 +297,9 @@ static int h_capacity(void *userdata, ApiCall *call) {
             J_ADD(o, "workspaces", json_object_new_uint64(workspaces));
             J_ADD(o, "workspace_slots", json_object_new_uint64((uint64_t) p->max_volumes * p->workspaces_per_volume));
             J_ADD(o, "workspace_slots_free", json_object_new_uint64(free_slots));
+            J_ADD(o, "quota_overcommit_percent", json_object_new_int64(p->quota_overcommit));
+            J_ADD(o, "quota_bytes", json_object_new_uint64(quota_sum));
+            J_ADD(o, "quota_bytes_free", json_object_new_uint64(quota_room));
             host_free_slots += free_slots;
         }
         json_object_array_add(pools, o);
