@@ -285,8 +285,11 @@ static int apply_project(const char *mount, int fd, const PlaceQuota *q) {
         return 0;
     _cleanup_close_ int mfd = open(mount, O_PATH | O_DIRECTORY | O_CLOEXEC);
     if (mfd < 0)
-        return -errno;
-    return quota_set_limit(mfd, q->project_id, q->limit_bytes, 0);
+        return q->limit_bytes > 0 ? -errno : 0;
+    r = quota_set_limit(mfd, q->project_id, q->limit_bytes, 0);
+    /* Clearing an old limit where quotas are off now (a reclaim on a
+     * volume mounted without them) leaves nothing to clear. */
+    return q->limit_bytes > 0 ? r : 0;
 }
 
 /* Makes the state directory (or, when reclaiming, makes sure it is there)
