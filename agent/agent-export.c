@@ -185,42 +185,9 @@ int agent_export_handler(void *userdata, ApiCall *call) {
 /* ---- the worker ------------------------------------------------------------ */
 
 int agent_export_worker_main(int argc, char **argv) {
-    WsArchiveStats stats = {};
-    _cleanup_free_ char *message = NULL;
-    int r;
     if (argc != 4) {
         fprintf(stderr, "usage: layoutd --export-worker MOUNT META-JSON (archive on fd 3)\n");
         return 2;
     }
-    const char *root = argv[2];
-    _cleanup_(json_putp) json_object *meta = json_tokener_parse(argv[3]);
-    json_object *res = json_object_new_object();
-    if (!meta || !res) {
-        fprintf(stderr, "export-worker: bad metadata\n");
-        return 2;
-    }
-    /* The kernel's dirty pages of the mount go to the daemon first (a
-     * FUSE daemon gets no FUSE_SYNCFS of its own from Linux, so this does
-     * not force its batch commit; it need not: every read below goes
-     * through the daemon, which serves its open batch as committed). */
-    _cleanup_close_ int mfd = open(root, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-    if (mfd < 0 || syncfs(mfd) < 0) {
-        r = -errno;
-        (void) asprintf(&message, "cannot %s %s: %s", mfd < 0 ? "open" : "syncfs", root, strerror(-r));
-        goto out;
-    }
-    r = ws_archive_export(root, meta, 3, &stats, &message);
-out:
-    (void) close(3);
-    json_object_object_add(res, "error", json_object_new_int(r));
-    json_object_object_add(res, "message", message ? json_object_new_string(message) : NULL);
-    json_object_object_add(res, "entries", json_object_new_uint64(stats.entries));
-    json_object_object_add(res, "files", json_object_new_uint64(stats.files));
-    json_object_object_add(res, "bytes", json_object_new_uint64(stats.bytes));
-    json_object_object_add(res, "changed", json_object_new_uint64(stats.changed));
-    printf("%s\n", json_object_to_json_string_ext(res, JSON_C_TO_STRING_PLAIN));
-    json_object_put(res);
-    if (r < 0 && message)
-        fprintf(stderr, "export-worker: %s\n", message);
-    return r < 0 ? 1 : 0;
+    return ws_archive_export_main(argv[2], argv[3], 3);
 }

@@ -241,7 +241,7 @@ int ws_archive_export(const char *root, json_object *meta, int fd, WsArchiveStat
         goto out;
     }
     json_object_object_add(m, "format", json_object_new_int(WS_ARCHIVE_FORMAT));
-    archive_entry_linkresolver_set_strategy(x.links, ARCHIVE_FORMAT_TAR_PAX_RESTRICTED);
+    archive_entry_linkresolver_set_strategy(x.links, ARCHIVE_FORMAT_TAR_PAX_INTERCHANGE);
 
     /* Physical walk (symlinks are entries, never followed), numeric ids
      * only (names mean nothing on the importing host), xattrs on; no
@@ -254,7 +254,10 @@ int ws_archive_export(const char *root, json_object *meta, int fd, WsArchiveStat
         goto out;
     }
 
-    if (archive_write_set_format_pax_restricted(x.out) != ARCHIVE_OK ||
+    /* Not padded to a 10 KiB block on a pipe: zeros after the zstd frame
+     * would make the stream invalid for `zstd -t` and friends. */
+    (void) archive_write_set_bytes_in_last_block(x.out, 1);
+    if (archive_write_set_format_pax(x.out) != ARCHIVE_OK ||
         archive_write_add_filter_zstd(x.out) != ARCHIVE_OK || archive_write_open_fd(x.out, fd) != ARCHIVE_OK) {
         r = archive_fail(&x, x.out, "cannot start the archive", NULL);
         goto out;

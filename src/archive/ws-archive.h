@@ -60,6 +60,14 @@ typedef struct WsArchiveStats {
  */
 int ws_archive_export(const char *root, json_object *meta, int fd, WsArchiveStats *ret_stats, char **ret_message);
 
+/*
+ * The export worker: syncfs(2) on root (a workspace's mount), then
+ * ws_archive_export() of it with meta_json into fd (closed after), and
+ * one JSON line on stdout: {"error", "message", "entries", "files",
+ * "bytes", "changed"}. Returns the process's exit code (0, 1, 2: usage).
+ */
+int ws_archive_export_main(const char *root, const char *meta_json, int fd);
+
 typedef struct WsArchiveReader WsArchiveReader;
 
 /*
