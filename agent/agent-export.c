@@ -125,7 +125,7 @@ static json_object *export_meta(const WorkspaceRecord *w) {
     json_object_object_add(o, "exported_at",
                            json_object_new_int64((int64_t) (now_usec(CLOCK_REALTIME) / USEC_PER_SEC)));
     json_object_object_add(o, "exported_from", json_object_new_string(host));
-    json_object_object_add(o, "layoutd_version", json_object_new_string(LAYOUTD_VERSION));
+    json_object_object_add(o, "agent_version", json_object_new_string(LAYOUTD_VERSION));
     return o;
 }
 

@@ -196,6 +196,35 @@ ctl_b import "$WORK/src-1.tar.zst" --id copy-2 --tenant other >/dev/null 2>&1 ||
 assert_eq "other" "$(jget "$(SOCK=$WORK/b/api.sock api GET /v1/workspaces/copy-2)" "d['tenant']")" "--tenant"
 snapshot "$WORK/b/mnt/copy-2" | cmp - "$WORK/snap-a.txt" || fail "copy-2 differs from A"
 
+# A pipe from one agent to the other (export -o - | import -).
+ctl_a export src-1 -o - 2>/dev/null | ctl_b import - --id piped-3 >/dev/null 2>"$WORK/pipe.txt" ||
+    fail "export | import: $(cat "$WORK/pipe.txt")"
+snapshot "$WORK/b/mnt/piped-3" | cmp - "$WORK/snap-a.txt" || fail "piped-3 differs from A"
+
+# ---- 5. an export that dies mid-stream, and a client that goes away -------------
+# A slow reader keeps the worker mid-archive (the pipe fills); killing the
+# worker must cut the HTTP answer (no final chunk: curl exit 18), never end
+# it as if whole.
+workers() { pgrep -f -- "--export-worker $m" || true; }
+has_worker() { [ -n "$(workers)" ]; }
+no_worker() { [ -z "$(workers)" ]; }
+curl -s --unix-socket "$WORK/a/api.sock" --limit-rate 200k -o "$WORK/slow.tar.zst" \
+    http://l/v1/workspaces/src-1/export &
+CURL=$!
+wait_for 10 has_worker || fail "no export worker while a client reads slowly"
+sleep 0.5
+kill -KILL $(workers)
+rc=0; wait "$CURL" || rc=$?
+[ "$rc" = 18 ] || fail "a killed export worker: curl exit $rc, expected 18 (transfer cut)"
+grep -q "export of workspace src-1 failed" "$AGENT_LOG" || fail "the agent did not log the failed export"
+# A client that goes away: the worker is killed, nothing is left running.
+curl -s --unix-socket "$WORK/a/api.sock" --limit-rate 100k --max-time 1 -o /dev/null \
+    http://l/v1/workspaces/src-1/export || true
+wait_for 10 no_worker || fail "an export worker outlived its client: $(workers)"
+grep -q "export of workspace src-1 cancelled" "$AGENT_LOG" || fail "the agent did not log the cancelled export"
+# The agent still answers and exports.
+ctl_a export src-1 -o "$WORK/again.tar.zst" 2>/dev/null || fail "export after a cut and a cancel"
+
 # ---- 3. bad archives ----------------------------------------------------------------------
 log "bad archives"
 size=$(stat -c %s "$WORK/src-1.tar.zst")
