@@ -266,8 +266,9 @@ int ws_archive_export(const char *root, json_object *meta, int fd, WsArchiveStat
         goto out;
     if ((r = walk(&x, root)) < 0)
         goto out;
-    /* Names still waiting for their other links (nlink counted links
-     * outside the tree): their entries were written already. */
+    /* Nothing is left in the link resolver for tar: a first name was
+     * written whole when seen (an inode whose other links lie outside
+     * the tree is simply a file). */
     json_object_object_add(manifest, "format", json_object_new_int(WS_ARCHIVE_FORMAT));
     json_object_object_add(manifest, "entries", json_object_new_uint64(x.stats.entries));
     json_object_object_add(manifest, "files", json_object_get(x.files));
