@@ -99,7 +99,7 @@ int ws_archive_reader_open(const char *path, WsArchiveReader **ret, json_object 
     if (path && streq(path, "-"))
         path = NULL;
     if (archive_read_open_filename(r->in, path, READ_BLOCK) != ARCHIVE_OK)
-        return read_fail(r->in, ret_message, path ?: "stdin");
+        return read_fail(r->in, ret_message, "not a readable archive");
     s = archive_read_next_header(r->in, &e);
     if (s == ARCHIVE_EOF)
         return say(ret_message, -EBADMSG, "empty archive");
