@@ -380,6 +380,7 @@ const ApiOps agent_api_ops = {
         [API_ROUTE_GC] = h_gc,
         [API_ROUTE_CHECK] = h_check,
         [API_ROUTE_SHUTDOWN] = h_shutdown,
+        [API_ROUTE_WORKSPACE_EXPORT] = agent_export_handler,
     },
     .metrics = op_metrics,
 };

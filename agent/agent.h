@@ -365,6 +365,11 @@ json_object *agent_gc_json(Agent *a);
  * pool). Returns 1 (op goes on) or <0 with err set. */
 int agent_check_run(Agent *a, ApiOperation *op, ApiError *err);
 
+/* agent-export.c: GET /v1/workspaces/{id}/export (the API handler), and
+ * the worker that writes the archive (`layoutd --export-worker`). */
+int agent_export_handler(void *userdata, ApiCall *call);
+int agent_export_worker_main(int argc, char **argv);
+
 /* agent-probe.c */
 FlushProbe *agent_flush_probe_find(Agent *a, const char *volume);
 /* A workspace's daemon's own figures, or NULL (never read). */

@@ -36,6 +36,8 @@ static const LayoutctlVerb verbs[] = {
     { "check", "check every workspace's files against the content pool", layoutctl_check },
     { "shutdown", "stop the agent ([--stop-workspaces]: and every workspace)", layoutctl_shutdown },
     { "events", "follow the running agent's events ([--since N])", layoutctl_events },
+    { "export", "write a workspace as a tar+zstd archive (ID -o FILE)", layoutctl_export },
+    { "import", "create a workspace from an exported archive (FILE [--id ID] [--tenant T])", layoutctl_import },
 };
 
 static void usage(FILE *f) {

@@ -58,6 +58,8 @@ int layoutctl_check(int argc, char **argv, const LayoutctlGlobals *g);
 int layoutctl_shutdown(int argc, char **argv, const LayoutctlGlobals *g);
 int layoutctl_show(int argc, char **argv, const LayoutctlGlobals *g);
 int layoutctl_events(int argc, char **argv, const LayoutctlGlobals *g);
+int layoutctl_export(int argc, char **argv, const LayoutctlGlobals *g);
+int layoutctl_import(int argc, char **argv, const LayoutctlGlobals *g);
 int layoutctl_is_healthy(int argc, char **argv, const LayoutctlGlobals *g);
 
 /* ---- layoutctl-args.c: what every parser shares -------------------------- */

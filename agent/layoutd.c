@@ -63,6 +63,9 @@ int main(int argc, char **argv) {
      * its workers always speak the same protocol. */
     if (argc == 2 && streq(argv[1], "--worker"))
         return worker_main();
+    /* An export (agent-export.c): the archive on fd 3. */
+    if (argc >= 2 && streq(argv[1], "--export-worker"))
+        return agent_export_worker_main(argc, argv);
 
     while ((c = getopt_long(argc, argv, "h", options, NULL)) >= 0)
         switch (c) {

@@ -270,6 +270,7 @@ void api_dispatch_resume_all(Api *api) {
     }
     for (ApiRequest *r = api->streams; r; r = r->stream_next)
         resume(api, r);
+    api_pipe_resume_all(api);
 }
 
 void api_dispatch_heartbeat(Api *api) {
@@ -411,6 +412,13 @@ static enum MHD_Result dispatch(Api *api, ApiRequest *req) {
         if (r < 0)
             return queue_error(req, &call.error, r, NULL);
     }
+    if (spec->stream) {
+        /* A byte stream (the events are served above). */
+        r = api_pipe_new(api, req, &req->pipe);
+        if (r < 0)
+            return queue_error(req, &call.error, r, NULL);
+        call.stream = req->pipe;
+    }
     if (spec->operation) {
         r = api_operation_create(api, spec->id, &req->operation);
         if (r < 0) {
@@ -440,6 +448,10 @@ static enum MHD_Result dispatch(Api *api, ApiRequest *req) {
             api_operation_fail(req->operation, &call.error);
         json_object_put(call.reply);
         return queue_error(req, &call.error, r, NULL);
+    }
+    if (r == 0 && api_pipe_has_fd(req->pipe)) {
+        json_object_put(call.reply);
+        return api_pipe_queue(req);
     }
     if (r == 0) {
         if (!call.reply && !(call.reply = json_object_new_object()))
@@ -647,6 +659,7 @@ void api_dispatch_completed(Api *api, ApiRequest *req, enum MHD_RequestTerminati
         api->n_streams--;
     }
     wait_unlink(api, req);
+    api_pipe_free(req->pipe);
     sd_event_source_disable_unref(req->wait_timer);
     api_operation_unref(req->operation);
     json_object_put(req->provisional);

@@ -87,6 +87,9 @@ typedef struct ApiRequest {
     uint64_t cursor;               /* the last event sequence sent */
     bool heartbeat;                /* write a keep-alive newline */
     struct ApiRequest *stream_prev, *stream_next;
+
+    /* A byte stream from the handler's fd (api-pipe.c). */
+    ApiStream *pipe;
 } ApiRequest;
 
 struct Api {
@@ -114,6 +117,7 @@ struct Api {
     ApiRequest *waiting;           /* requests suspended on an operation */
     ApiRequest *streams;           /* event streams (suspended or not) */
     unsigned n_streams;
+    ApiStream *pipes;              /* byte streams (api-pipe.c) */
 
     /* Own metrics. requests[route + 1][status - 100]; route -1: unrouted. */
     uint64_t requests[_API_ROUTE_MAX + 1][API_STATUS_MAX - API_STATUS_MIN + 1];
@@ -185,6 +189,15 @@ enum MHD_Result api_dispatch_request(Api *api, struct MHD_Connection *c, const c
 void api_dispatch_completed(Api *api, ApiRequest *req, enum MHD_RequestTerminationCode toe);
 /* Resumes every suspended request (stop, free): they answer at once. */
 void api_dispatch_resume_all(Api *api);
+
+/* api-pipe.c: byte-stream answers (ApiStream, api.h). */
+int api_pipe_new(Api *api, ApiRequest *req, ApiStream **ret);
+/* The handler gave an fd: queue the streamed answer. */
+enum MHD_Result api_pipe_queue(ApiRequest *req);
+bool api_pipe_has_fd(const ApiStream *s);
+/* The request is over: cancels a producer still running, frees. NULL ok. */
+void api_pipe_free(ApiStream *s);
+void api_pipe_resume_all(Api *api);
 /* The stream heartbeat: every stream writes a newline on its next turn. */
 void api_dispatch_heartbeat(Api *api);
 

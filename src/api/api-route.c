@@ -48,6 +48,10 @@ const ApiRouteSpec api_routes[_API_ROUTE_MAX] = {
                            .query = API_QUERY_SINCE },
     /* cached: the engine's families only; the API's own are always fresh. */
     [API_ROUTE_METRICS] = { API_ROUTE_METRICS, "GET", "/metrics", API_PARAM_NONE, 200, .cached = true },
+    /* Reads only, but hands out every byte of a workspace: for root and
+     * the socket's group, as check is. */
+    [API_ROUTE_WORKSPACE_EXPORT] = { API_ROUTE_WORKSPACE_EXPORT, "GET", "/v1/workspaces/{id}/export",
+                                     API_PARAM_WORKSPACE, 200, .mutating = true, .stream = true },
 };
 
 static const char *const api_route_id_table[_API_ROUTE_MAX] = {
@@ -70,6 +74,7 @@ static const char *const api_route_id_table[_API_ROUTE_MAX] = {
     [API_ROUTE_OPERATION] = "operation",
     [API_ROUTE_EVENTS] = "events",
     [API_ROUTE_METRICS] = "metrics",
+    [API_ROUTE_WORKSPACE_EXPORT] = "workspace-export",
 };
 
 DEFINE_STRING_TABLE_LOOKUP(api_route_id, ApiRouteId);

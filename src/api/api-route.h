@@ -42,6 +42,7 @@ typedef enum ApiRouteId {
     API_ROUTE_OPERATION,         /* GET    /v1/operations/{id}[?wait=S] */
     API_ROUTE_EVENTS,            /* GET    /v1/events[?since=N] (a stream) */
     API_ROUTE_METRICS,           /* GET    /metrics */
+    API_ROUTE_WORKSPACE_EXPORT,  /* GET    /v1/workspaces/{id}/export (a stream: tar+zstd) */
     _API_ROUTE_MAX,
     _API_ROUTE_INVALID = -EINVAL,
 } ApiRouteId;
@@ -84,7 +85,9 @@ typedef struct ApiRouteSpec {
     bool operation;              /* the request is an operation that may run
                                     on: 202 with it unless it ends within the
                                     wait */
-    bool stream;                 /* a long-lived streamed answer (events) */
+    bool stream;                 /* a long-lived streamed answer: the events,
+                                    or a byte stream the handler hands over
+                                    as an fd (ApiCall.stream, api.h) */
     bool cached;                 /* GET: its rendered answer is kept a short
                                     while, until anything changes (api-cache.c) */
     unsigned query;              /* ApiQueryKey bits */

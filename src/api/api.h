@@ -52,6 +52,8 @@
  *     may hold a provisional body (it is what a 202 answer shows, with
  *     the operation added).
  */
+typedef struct ApiStream ApiStream;
+
 typedef struct ApiCall {
     const ApiRouteSpec *route;
     const char *param;                     /* {x} of the path, "" if none */
@@ -59,12 +61,34 @@ typedef struct ApiCall {
     const ApiWorkspaceRequest *workspace;  /* API_BODY_WORKSPACE */
     uint64_t quota;                        /* API_BODY_QUOTA: bytes, 0: none */
     ApiOperation *operation;               /* operation routes: this request's */
+    ApiStream *stream;                     /* byte-stream routes (.stream, not
+                                              events): see api_stream_set_fd */
     unsigned status;
     json_object *reply;
     ApiError error;
 } ApiCall;
 
 typedef int (*ApiHandler)(void *userdata, ApiCall *call);
+
+/*
+ * A byte-stream answer (GET /v1/workspaces/{id}/export): the handler
+ * makes the bytes elsewhere (a child process writing into a pipe) and
+ * hands the read end over with api_stream_set_fd() before returning 0.
+ * The API sends what the fd gives, chunked, without blocking the loop: the
+ * connection is suspended while the fd has nothing and resumed when it is
+ * readable. At the fd's end the API waits for the handler's verdict,
+ * api_stream_end(): 0 ends the answer properly, <0 cuts the connection
+ * without the final chunk, so a client never takes a failed stream for a
+ * whole one (the status line, 200, went out with the first bytes).
+ * If the client goes away (or the agent stops) first, the cancel callback
+ * runs; after it, or after api_stream_end(), the handler must not touch
+ * the stream again. A handler that returns <0 must not keep it either.
+ */
+/* Takes fd (made O_NONBLOCK here). Returns -EINVAL, -EALREADY, 0. */
+int api_stream_set_fd(ApiStream *s, int fd, const char *content_type, const char *filename);
+void api_stream_set_cancel(ApiStream *s, void (*cancel)(void *userdata), void *userdata);
+/* The producer is done: error 0 (the stream is whole) or <0. */
+void api_stream_end(ApiStream *s, int error);
 
 /*
  * The engine, as the API sees it: a handler per route (a NULL handler

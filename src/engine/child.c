@@ -216,7 +216,8 @@ static int on_child_exit(sd_event_source *s, const siginfo_t *si, void *userdata
     return 0;
 }
 
-int child_spawn(sd_event *e, char *const *argv, const ChildCallbacks *cb, void *userdata, Child **ret) {
+static int spawn(sd_event *e, char *const *argv, const ChildCallbacks *cb, void *userdata, int pass_fd,
+                 Child **ret) {
     int sv[2] = { -EBADF, -EBADF }, ep[2] = { -EBADF, -EBADF }, r;
     if (!e || !argv || !argv[0] || !ret)
         return -EINVAL;
@@ -250,7 +251,11 @@ int child_spawn(sd_event *e, char *const *argv, const ChildCallbacks *cb, void *
             _exit(127);
         if (dup2(sv[1], STDIN_FILENO) < 0 || dup2(sv[1], STDOUT_FILENO) < 0 || dup2(ep[1], STDERR_FILENO) < 0)
             _exit(127);
-        (void) syscall(SYS_close_range, 3U, ~0U, 0U);
+        /* The caller's fd as 3 (dup2 clears O_CLOEXEC; fcntl when it is
+         * 3 already). */
+        if (pass_fd >= 0 && (pass_fd == 3 ? fcntl(3, F_SETFD, 0) : dup2(pass_fd, 3)) < 0)
+            _exit(127);
+        (void) syscall(SYS_close_range, pass_fd >= 0 ? 4U : 3U, ~0U, 0U);
         /* Its own process group, so that a kill reaches the tools it runs
          * (mkfs, resize2fs, xfs_growfs) too, never only the worker. */
         (void) setpgid(0, 0);
@@ -296,6 +301,17 @@ fail:
     safe_close(ep[1]);
     child_free(c);
     return r;
+}
+
+int child_spawn(sd_event *e, char *const *argv, const ChildCallbacks *cb, void *userdata, Child **ret) {
+    return spawn(e, argv, cb, userdata, -EBADF, ret);
+}
+
+int child_spawn_with_fd(sd_event *e, char *const *argv, const ChildCallbacks *cb, void *userdata, int fd,
+                        Child **ret) {
+    if (fd < 0)
+        return -EBADF;
+    return spawn(e, argv, cb, userdata, fd, ret);
 }
 
 int child_write(Child *c, const char *data, size_t len) {

@@ -38,6 +38,12 @@ typedef struct ChildCallbacks {
  */
 int child_spawn(sd_event *e, char *const *argv, const ChildCallbacks *cb, void *userdata, Child **ret);
 
+/* As child_spawn, and the child gets fd (the caller's, not taken) as its
+ * fd 3: the write end of a pipe for a child whose output is a byte stream
+ * rather than lines (an export's archive). */
+int child_spawn_with_fd(sd_event *e, char *const *argv, const ChildCallbacks *cb, void *userdata, int fd,
+                        Child **ret);
+
 /* Queues data for the child's stdin. Returns -ENOMEM, -EPIPE (exited), 0. */
 int child_write(Child *c, const char *data, size_t len);
 /* No more input: the child reads EOF once the queue is written. */
