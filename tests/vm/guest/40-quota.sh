@@ -20,7 +20,7 @@ wait_for() {
     local limit=$1 what=$2; shift 2
     local end=$((SECONDS + limit))
     until "$@" >/dev/null 2>&1; do
-        [ $SECONDS -lt $end ] || fail "timed out after ${limit}s waiting for: $what"
+        [ $SECONDS -lt $end ] || { tail -n 20 agent.log; fail "timed out after ${limit}s waiting for: $what"; }
         sleep 1
     done
 }
@@ -50,7 +50,8 @@ on_exit "lc shutdown --stop-workspaces >/dev/null 2>&1; sleep 2; kill \$(cat age
 step "the agent on a loop-xfs state pool"
 layoutd --layout /tmp/quota.yaml >agent.log 2>&1 &
 echo $! >agent.pid
-lc status --wait 120 >/dev/null || { tail -n 30 agent.log; fail "the agent did not come up"; }
+ready() { curl -sSf --max-time 5 --unix-socket "$sock" http://localhost/v1/status | jq -e '.state == "ready"'; }
+wait_for 120 "the agent ready" ready || { tail -n 30 agent.log; fail "the agent did not come up"; }
 findmnt -n -o OPTIONS "$root/volumes/state-0" | tee opts.out
 grep -qw prjquota opts.out || fail "state-0 is not mounted with prjquota: $(cat opts.out)"
 q=$(get /v1/status | jq -c .quotas)
