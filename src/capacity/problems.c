@@ -104,11 +104,11 @@ static int workspace_problems(Problems *ps, const ProblemInputs *in) {
                      w->id, w->objects_missing, w->missing_example ? "one is " : "",
                      w->missing_example ?: "digests unknown")) < 0)
             return r;
-        /* At 90 %: the tenant's writes fail with EDQUOT soon, and nothing
+        /* At 90 %: the tenant's writes fail (ENOSPC) soon, and nothing
          * on the host is wrong, so a warning, not a degraded host. */
         if (w->quota_limit > 0 && (unsigned __int128) w->quota_used * 10 >= (unsigned __int128) w->quota_limit * 9 &&
             (r = add(ps, "workspace", w->id, VOLUME_HEALTH_WARNING, "quota-near-limit",
-                     "%s: uses %" PRIu64 " of its %" PRIu64 "-byte quota (%u%%); writes fail with EDQUOT at "
+                     "%s: uses %" PRIu64 " of its %" PRIu64 "-byte quota (%u%%); writes fail with ENOSPC at "
                      "the limit: `layoutctl quota %s SIZE` raises it", w->id, w->quota_used, w->quota_limit,
                      (unsigned) ((unsigned __int128) w->quota_used * 100 / w->quota_limit), w->id)) < 0)
             return r;
