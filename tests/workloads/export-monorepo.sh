@@ -81,6 +81,6 @@ links "$m" >"$WORK/a.links"; links "$n" >"$WORK/b.links"
 cmp -s "$WORK/a.sums" "$WORK/b.sums" || { diff "$WORK/a.sums" "$WORK/b.sums" | head; fail "file contents differ"; }
 cmp -s "$WORK/a.links" "$WORK/b.links" || { diff "$WORK/a.links" "$WORK/b.links" | head; fail "symlinks differ"; }
 [ -z "$(cd "$n" && git status --porcelain)" ] || fail "git status in B is not clean"
-(cd "$n" && git fsck -q) || fail "git fsck in B"
+(cd "$n" && git fsck --no-progress >/dev/null) || fail "git fsck in B"
 [ "$(jget "$(SOCK=$WORK/b/api.sock api GET /v1/workspaces/mono)" "d['tenant']")" = acme ] || fail "tenant lost"
 log "OK: $(wc -l <"$WORK/a.sums") files and $(wc -l <"$WORK/a.links") symlinks identical; pool of B: $(du -sm "$WORK/b/root/volumes/content-0/objects" | cut -f1) MB"
