@@ -68,17 +68,7 @@ static QuotaEntry *entry_get(Agent *a, const char *id) {
 /* Whether the volume's mount has project quotas enforced, from the
  * cached observation (mountinfo's options: no I/O). */
 bool agent_quota_volume_enforces(Agent *a, const char *volume) {
-    const VolumeObservation *o = volume ? agent_volume(a, volume) : NULL;
-    if (!o || !volume_observation_is_up(o) || !o->mount.options || !o->mount.fstype)
-        return false;
-    const char *opt = quota_mount_option(o->mount.fstype);
-    if (!opt)
-        return false;
-    size_t n = strlen(opt);
-    for (const char *p = o->mount.options; (p = strstr(p, opt)); p += n)
-        if ((p == o->mount.options || p[-1] == ',') && (p[n] == ',' || p[n] == 0))
-            return true;
-    return false;
+    return volume_observation_enforces_quota(volume ? agent_volume(a, volume) : NULL);
 }
 
 json_object *agent_quota_probe_args(Agent *a) {

@@ -251,6 +251,15 @@ void agent_modules_volume_json(Agent *a, const VolumeObservation *v, json_object
 /* The problems an operator must see (capacity_problems over what the core
  * and the modules know); *ret_health the worst level. */
 json_object *agent_problems(Agent *a, VolumeHealth *ret_health);
+/* GET /v1/status: the agent's state, layout, volumes by health, daemons
+ * by state, jobs, the last refused reload, health and problems, and what
+ * the gc, cgroups and quota modules say (docs/api.md). NULL: out of
+ * memory. */
+json_object *agent_status_json(Agent *a);
+/* GET /v1/health: {health, problems}; *ret_status 200 when the host
+ * serves as asked (ready, nothing worse than a warning), else 503. NULL:
+ * out of memory. */
+json_object *agent_health_json(Agent *a, unsigned *ret_status);
 /* Every metric family (GET /metrics): the core's, then each module's. */
 int agent_metrics(Agent *a, MetricsWriter *w);
 /* Appends an event to the event ring behind GET /v1/events (when the
@@ -339,6 +348,10 @@ const VolumeAssessment *agent_capacity_assessment(Agent *a, const char *volume);
 /* Bytes placement may count on a volume beyond its free space: what growth
  * can still add (0 when it cannot grow). */
 uint64_t agent_capacity_growable(Agent *a, const VolumeObservation *v);
+/* GET /v1/capacity: per pool, its bytes and how many more workspaces
+ * really fit (capacity_pool_report over what the agent knows), and the
+ * host filesystem's room (docs/api.md). NULL: out of memory. */
+json_object *agent_capacity_json(Agent *a);
 
 /* agent-cgroups.c */
 /* A workspace's daemon runs (started, or re-adopted): into its scope. */
