@@ -292,7 +292,6 @@ Agent *agent_free(Agent *a) {
     record_saver_waiter_cancel(a->exit_wait);
     a->saver = record_saver_free(a->saver);
     apply_result_free(a->volume_results);
-    free(a->place_extras);
     strv_free(a->reload_notes);
     engine_free(a->engine);
     free(a->last_reload_error);

@@ -86,8 +86,7 @@ typedef struct FlushProbe {
 
 typedef struct VolumeJob VolumeJob;
 typedef struct AgentCgroups AgentCgroups;
-typedef struct PendingCarve PendingCarve;
-typedef struct WorkspaceWaiter WorkspaceWaiter;
+typedef struct AgentWorkspaces AgentWorkspaces;
 typedef struct AgentVdo AgentVdo;
 typedef struct AgentCheck AgentCheck;
 typedef struct AgentCapacity AgentCapacity;
@@ -146,11 +145,7 @@ typedef struct Agent {
     AgentProbe *probe;           /* agent-probe.c: flush costs, daemons' figures */
     AgentQuota *quota;           /* agent-quota.c: quota usage, read with the probe */
 
-    PendingCarve *carves;        /* state volumes being carved for creates */
-    struct PlaceCandidate *place_extras; /* agent_place_context's buffer */
-    WorkspaceWaiter *waiters;    /* operations waiting on a daemon's state */
-
-    uint64_t api_creates, api_create_failures;
+    AgentWorkspaces *workspaces; /* agent-workspaces.c: carves, waiters, counters */
 
     AgentVdo *vdo;               /* agent-vdo.c: fstrim; NULL without vdo-xfs */
     AgentCheck *check;           /* agent-check.c: the content pool's check */
