@@ -67,7 +67,7 @@ static VolumeState *agent_volume_state(Agent *a, const char *name) {
     return NULL;
 }
 
-const VolumeAssessment *agent_capacity_assessment(Agent *a, const char *volume) {
+static const VolumeAssessment *capacity_assessment(Agent *a, const char *volume) {
     const VolumeState *s = agent_volume_state(a, volume);
     return s ? &s->assessment : NULL;
 }
@@ -691,4 +691,5 @@ const AgentModule agent_capacity_module = {
     .volume_json = capacity_volume_json,
     .metrics = capacity_metrics,
     .problems = capacity_problems_inputs,
+    .assessment = capacity_assessment,
 };

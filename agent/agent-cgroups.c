@@ -221,12 +221,13 @@ static void cgroups_free(Agent *a) {
     a->cgroups = mfree(c);
 }
 
-json_object *agent_cgroups_status_json(Agent *a) {
+/* /v1/status's "cgroups": {enabled, reason}. */
+static void cgroups_status_json(Agent *a, json_object *status) {
     AgentCgroups *c = a->cgroups;
     json_object *o = json_object_new_object();
     json_object_object_add(o, "enabled", json_object_new_boolean(c && c->scopes));
     json_object_object_add(o, "reason", c && c->reason ? json_object_new_string(c->reason) : NULL);
-    return o;
+    json_object_object_add(status, "cgroups", o);
 }
 
 static json_object *pressure(double avg10, uint64_t usec) {
@@ -330,4 +331,5 @@ const AgentModule agent_cgroups_module = {
     .layout_changed = cgroups_layout_changed,
     .free = cgroups_free,
     .metrics = cgroups_metrics,
+    .status_json = cgroups_status_json,
 };

@@ -385,7 +385,7 @@ static void gc_stop(Agent *a) {
     a->gc = mfree(a->gc);
 }
 
-json_object *agent_gc_json(Agent *a) {
+static json_object *gc_json(Agent *a) {
     AgentGc *g = a->gc;
     const Pool *p = gc_pool(a);
     if (!g || !p)
@@ -434,6 +434,11 @@ static void gc_metrics(Agent *a, MetricsWriter *w) {
     (void) metrics_writer_sample(w, NULL, g->child ? 1 : 0);
 }
 
+/* /v1/status's "gc": null without a sweep. */
+static void gc_status_json(Agent *a, json_object *status) {
+    json_object_object_add(status, "gc", gc_json(a));
+}
+
 const AgentModule agent_gc_module = {
     .name = "gc",
     .when_up = true,
@@ -442,4 +447,5 @@ const AgentModule agent_gc_module = {
     .free = gc_stop,
     .observed = gc_observed,
     .metrics = gc_metrics,
+    .status_json = gc_status_json,
 };

@@ -126,7 +126,7 @@ json_object *agent_quota_workspace_json(Agent *a, const WorkspaceRecord *w) {
     return o;
 }
 
-json_object *agent_quota_status_json(Agent *a) {
+static json_object *quota_status(Agent *a) {
     const char *why = NULL;
     int r = place_quota_support(agent_layout(a), &why);
     StateRecord *record = agent_record(a);
@@ -295,8 +295,14 @@ static void quota_free(Agent *a) {
     a->quota = mfree(q);
 }
 
+/* /v1/status's "quotas": {supported, reason, volumes_enforcing}. */
+static void quota_status_json(Agent *a, json_object *status) {
+    json_object_object_add(status, "quotas", quota_status(a));
+}
+
 const AgentModule agent_quota_module = {
     .name = "quota",
     .free = quota_free,
     .metrics = quota_metrics,
+    .status_json = quota_status_json,
 };

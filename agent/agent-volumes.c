@@ -49,7 +49,7 @@ size_t agent_volumes_up(Agent *a) {
  * degraded (in service, not as asked, or writes fail), failed (out of
  * service); the problem is the worst finding. */
 const char *agent_volume_health(Agent *a, const VolumeObservation *v, const char **ret_problem) {
-    const VolumeAssessment *s = agent_capacity_assessment(a, v->name);
+    const VolumeAssessment *s = agent_modules_assessment(a, v->name);
     VolumeHealth h = s ? s->health : volume_observation_is_up(v) ? VOLUME_HEALTH_OK : VOLUME_HEALTH_FAILED;
     if (ret_problem)
         *ret_problem = s && s->n > 0 ? s->findings[0].message : h == VOLUME_HEALTH_FAILED ? "not mounted" : NULL;
@@ -78,7 +78,7 @@ json_object *agent_volume_json(Agent *a, const VolumeObservation *v) {
     json_object_object_add(o, "state", json_object_new_string(state));
     json_object_object_add(o, "health", json_object_new_string(health));
     json_object_object_add(o, "message", problem ? json_object_new_string(problem) : NULL);
-    const VolumeAssessment *as = agent_capacity_assessment(a, v->name);
+    const VolumeAssessment *as = agent_modules_assessment(a, v->name);
     json_object *fl = json_object_new_array();
     for (size_t i = 0; as && i < as->n; i++) {
         const VolumeFinding *f = &as->findings[i];

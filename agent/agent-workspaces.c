@@ -101,7 +101,7 @@ static int place_observe_cached(void *userdata, const VolumeRecord *v, const cha
     ret->free_bytes = o->fs_avail + growable;
     ret->free_inodes = o->fs_inodes_free;
     ret->size_bytes = o->fs_size + growable;
-    if (!agent_quota_volume_enforces(a, v->name))
+    if (!volume_observation_enforces_quota(o))
         ret->flags |= PLACE_VOLUME_NO_QUOTA;
     if (growable && o->file_size && fs && fs->fixed_inodes)
         ret->free_inodes += (uint64_t) ((unsigned __int128) o->fs_inodes * growable / o->file_size);
@@ -593,7 +593,12 @@ static void on_reconciled_start(Agent *a) {
         log_notice("Cleaned %d stale FUSE mount(s) below %s", r, wc->mount_root);
 }
 
-int agent_workspaces_start(Agent *a) {
+/* Once the volumes are up, and again after every reload's apply: every
+ * workspace of the record under supervision (again). Without supervision
+ * (--no-workspaces) the core says ready itself. */
+static int workspaces_start(Agent *a) {
+    if (!a->workspaces && !(a->workspaces = calloc(1, sizeof(AgentWorkspaces))))
+        log_oom(); /* creates are refused; what exists is still supervised */
     if (!a->supervisor)
         return 0;
     /* The directories are read in a worker (they are on the state
@@ -602,6 +607,7 @@ int agent_workspaces_start(Agent *a) {
     if (r < 0) {
         log_error_errno(r, "Failed to start reconciling the workspaces, starting them without: %m");
         on_reconciled_start(a);
+        agent_ready(a);
         return r;
     }
     return 0;
@@ -1470,12 +1476,6 @@ static int workspaces_problems(Agent *a, ProblemInputs *in) {
     return 0;
 }
 
-static int workspaces_start(Agent *a) {
-    if (!a->workspaces && !(a->workspaces = calloc(1, sizeof(AgentWorkspaces))))
-        return log_oom();
-    return 0;
-}
-
 /* The loop is over: the carves' jobs were abandoned without calling back
  * (agent_jobs_abandon runs after this), so the carves and the creates
  * waiting on them are ours to free, as are the waiters; their operations
@@ -1506,6 +1506,7 @@ static void workspaces_free(Agent *a) {
 
 const AgentModule agent_workspaces_module = {
     .name = "workspaces",
+    .when_up = true,
     .start = workspaces_start,
     .free = workspaces_free,
     .observed = workspaces_observed,

@@ -42,6 +42,13 @@ void agent_modules_observed(Agent *a) {
             (*m)->observed(a);
 }
 
+const VolumeAssessment *agent_modules_assessment(Agent *a, const char *volume) {
+    FOREACH_MODULE(m)
+        if ((*m)->assessment)
+            return (*m)->assessment(a, volume);
+    return NULL;
+}
+
 void agent_modules_volume_json(Agent *a, const VolumeObservation *v, json_object *o) {
     FOREACH_MODULE(m)
         if ((*m)->volume_json)
@@ -158,9 +165,9 @@ json_object *agent_status_json(Agent *a) {
     json_object *p = agent_problems(a, &worst);
     json_object_object_add(o, "health", json_object_new_string(health_word(worst)));
     json_object_object_add(o, "problems", p);
-    json_object_object_add(o, "gc", agent_gc_json(a));
-    json_object_object_add(o, "cgroups", agent_cgroups_status_json(a));
-    json_object_object_add(o, "quotas", agent_quota_status_json(a));
+    FOREACH_MODULE(m)
+        if ((*m)->status_json)
+            (*m)->status_json(a, o);
     return o;
 }
 
@@ -417,7 +424,6 @@ static void on_reload_applied(Agent *a, int error, const char *message, ApplyRes
         log_error("Reload: applying the new layout's volumes failed: %s", message ?: strerror(-error));
     else if (res && !apply_result_ok(res))
         log_warning("Reload: some volumes of the new layout are not in service (see /v1/volumes)");
-    (void) agent_workspaces_start(a);
     FOREACH_MODULE(m)
         if ((*m)->layout_changed)
             (*m)->layout_changed(a);
@@ -573,10 +579,11 @@ static void on_started(Agent *a, int error, const char *message, ApplyResult *re
             return;
         }
     }
+    /* With supervision, the workspaces module says ready once they are
+     * supervised again (their directories are reconciled in a worker
+     * first). */
     modules_start(a, true);
-    /* Ready once the workspaces are supervised again (their directories
-     * are reconciled in a worker first). */
-    if (!a->supervisor || agent_workspaces_start(a) < 0)
+    if (!a->supervisor)
         agent_ready(a);
 }
 

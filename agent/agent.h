@@ -12,7 +12,8 @@
  *   agent.c             lifecycle: start, signals, reload, stop, sd_notify;
  *                       the module table (agent_modules[]); events
  *                       (agent_event, into the API's event ring); the
- *                       problems (capacity_problems) and the metrics
+ *                       problems (capacity_problems), /v1/status,
+ *                       /v1/health and the metrics
  *   agent-jobs.c        the volume jobs: workers, one per volume at a time,
  *                       their record changes saved here, results merged
  *   agent-volumes.c     the cached observation (refreshed on mountinfo
@@ -22,11 +23,13 @@
  *                       to the core or to a module's operation
  *
  * The modules: each defines one AgentModule row (start, layout_changed,
- * stop, free, observed, volume_json, metrics, problems), which is how the
- * core calls it; its state is its own, behind an opaque pointer in Agent.
+ * stop, free, observed, volume_json, metrics, problems, status_json,
+ * assessment), which is how the core calls it; its state is its own,
+ * behind an opaque pointer in Agent.
  *   agent-capacity.c    full volumes: growth jobs, the fast capacity watch,
  *                       each volume's health, its findings and their
- *                       transitions (logged, sent as events)
+ *                       transitions (logged, sent as events); /v1/capacity
+ *                       (capacity_pool_report)
  *   agent-probe.c       the flush probe (a worker every interval), the
  *                       daemons' own figures
  *   agent-workspaces.c  placement, carving on demand, supervision; the
@@ -37,9 +40,8 @@
  *   agent-cgroups.c     a systemd scope (cgroup) per daemon, with limits;
  *                       its CPU, memory, I/O and pressure
  *   agent-vdo.c         vdo-xfs: periodic fstrim, mode changes logged
- * Some modules still call another's functions directly (capacity reads
- * the probe's figures, workspaces capacity's, the cgroups' and the
- * probe's, the check the sweep's pool arguments): see docs/architecture.md.
+ * Some modules still call another's functions directly: see the comment
+ * above AgentModule, and docs/architecture.md.
  *
  * The record (src/state) is owned here (engine->record) and saved after
  * every change; workers hand their changes over (agent-jobs.c).
@@ -157,10 +159,21 @@ typedef struct Agent {
  * agent_modules[] (agent.c), as the engine calls a backend through
  * volume_backends[]: a module's state is its own (an opaque pointer in
  * Agent), and a module calls down into the core, never into another
- * module's row. Every op may be NULL. Not there yet: the core still
- * calls agent_capacity_assessment and agent_workspaces_start directly,
- * and some modules each other's functions (docs/architecture.md lists
- * them).
+ * module's row. Every op may be NULL. agent-api.c, the route table,
+ * hands each route to its module's operation. Not there yet (the same
+ * list is in docs/architecture.md):
+ *   - the core hands agent-workspaces.c's agent_supervisor_callbacks to
+ *     the supervisor it makes;
+ *   - capacity reads the probe's figures (agent_flush_probe_find,
+ *     agent_content_missing);
+ *   - the probe reads quota usage for the quota module
+ *     (agent_quota_probe_args, agent_quota_merge);
+ *   - quota answers PUT .../quota with agent_workspace_json;
+ *   - workspaces calls capacity (agent_capacity_growable), cgroups
+ *     (agent_cgroups_daemon_running, _forget, _workspace_json), the probe
+ *     (agent_daemon_stats, agent_daemon_stats_path) and quota
+ *     (agent_quota_workspace_json, agent_quota_problems);
+ *   - the check takes the sweep's pool arguments (agent_gc_pool_args).
  */
 typedef struct AgentModule {
     const char *name;
@@ -185,6 +198,11 @@ typedef struct AgentModule {
     /* Hands its part of the problems' inputs to in (valid until its next
      * call). Returns 0 or -ENOMEM. */
     int (*problems)(Agent *a, ProblemInputs *in);
+    /* Adds its key to /v1/status's object (docs/api.md). */
+    void (*status_json)(Agent *a, json_object *status);
+    /* The latest assessment of a volume, or NULL when it was never
+     * observed: the module that judges volumes' health (capacity). */
+    const VolumeAssessment *(*assessment)(Agent *a, const char *volume);
 } AgentModule;
 
 extern const AgentModule agent_capacity_module;
@@ -207,8 +225,6 @@ json_object *agent_quota_workspace_json(Agent *a, const WorkspaceRecord *w);
 /* The volume is mounted with project quotas enforced (the cached
  * observation's mount options). */
 bool agent_quota_volume_enforces(Agent *a, const char *volume);
-/* /v1/status's "quotas": {supported, reason, volumes_enforcing}. */
-json_object *agent_quota_status_json(Agent *a);
 /* 1 when the workspace uses 90 % or more of its quota (*ret_used,
  * *ret_limit set), else 0. */
 int agent_quota_problems(Agent *a, const WorkspaceRecord *w, uint64_t *ret_used, uint64_t *ret_limit);
@@ -243,6 +259,9 @@ void agent_exit_when_idle(Agent *a);
  * volume's API object gets what each of them knows. */
 void agent_modules_observed(Agent *a);
 void agent_modules_volume_json(Agent *a, const VolumeObservation *v, json_object *o);
+/* The latest assessment of a volume (the first module's answer that
+ * has the op), or NULL. */
+const VolumeAssessment *agent_modules_assessment(Agent *a, const char *volume);
 /* The problems an operator must see (capacity_problems over what the core
  * and the modules know); *ret_health the worst level. */
 json_object *agent_problems(Agent *a, VolumeHealth *ret_health);
@@ -338,8 +357,6 @@ void agent_volumes_merge_statfs(Agent *a, json_object *list);
 json_object *agent_volume_json(Agent *a, const VolumeObservation *v);
 
 /* agent-capacity.c */
-/* The latest assessment of a volume, or NULL when it was never observed. */
-const VolumeAssessment *agent_capacity_assessment(Agent *a, const char *volume);
 /* Bytes placement may count on a volume beyond its free space: what growth
  * can still add (0 when it cannot grow). */
 uint64_t agent_capacity_growable(Agent *a, const VolumeObservation *v);
@@ -352,9 +369,7 @@ json_object *agent_capacity_json(Agent *a);
 /* A workspace's daemon runs (started, or re-adopted): into its scope. */
 void agent_cgroups_daemon_running(Agent *a, const char *id, pid_t pid);
 void agent_cgroups_forget(Agent *a, const char *id);
-/* {"enabled", "reason"} for /v1/status; a workspace's cgroup object (or
- * NULL when it has none); the layoutd_workspace_* cgroup families. */
-json_object *agent_cgroups_status_json(Agent *a);
+/* A workspace's cgroup object, or NULL when it has none. */
 json_object *agent_cgroups_workspace_json(Agent *a, const char *id);
 
 /* agent-gc.c */
@@ -366,7 +381,6 @@ int agent_gc_pool_args(Agent *a, const Pool *p, char ***ret, char **ret_why);
 /* POST /v1/gc: a sweep now (dry_run: report only). Returns 1 (op goes on)
  * or <0 with err set. */
 int agent_gc_run(Agent *a, bool dry_run, ApiOperation *op, ApiError *err);
-json_object *agent_gc_json(Agent *a);
 
 /* agent-check.c */
 /* POST /v1/check: the content pool's check now (every stub against the
@@ -385,7 +399,6 @@ uint64_t agent_content_missing(Agent *a, const char *volume, unsigned *ret_works
 int agent_daemon_stats_path(Agent *a, const char *id, char **ret);
 
 /* agent-workspaces.c */
-int agent_workspaces_start(Agent *a);
 int agent_workspace_spawn(Agent *a, const WorkspaceRecord *w);
 /* Why the workspace's daemon may not start now (its state volume or a
  * content shard out of service), worded into buf; NULL when it may. */
