@@ -18,7 +18,8 @@
  *                       their record changes saved here, results merged
  *   agent-volumes.c     the cached observation (refreshed on mountinfo
  *                       changes, job results and a timer; merged by
- *                       engine_merge_observation), a volume's API object
+ *                       engine_merge_observation), a volume's API
+ *                       object, the content pool's arguments
  *   agent-api.c         the API's route table: each handler hands over
  *                       to the core or to a module's operation
  *
@@ -172,8 +173,7 @@ typedef struct Agent {
  *   - workspaces calls capacity (agent_capacity_growable), cgroups
  *     (agent_cgroups_daemon_running, _forget, _workspace_json), the probe
  *     (agent_daemon_stats, agent_daemon_stats_path) and quota
- *     (agent_quota_workspace_json, agent_quota_problems);
- *   - the check takes the sweep's pool arguments (agent_gc_pool_args).
+ *     (agent_quota_workspace_json, agent_quota_problems).
  */
 typedef struct AgentModule {
     const char *name;
@@ -355,6 +355,13 @@ void agent_volumes_changed(Agent *a);
 void agent_volumes_merge_statfs(Agent *a, json_object *list);
 /* The volume's API object, with what only the agent knows. */
 json_object *agent_volume_json(Agent *a, const VolumeObservation *v);
+/* The content pool p's dirs and the roots that may hold references to
+ * it, as the pool's tools (the sweep, the check) take them: --content
+ * DIR[,DIR...] --state-root DIR... from the record and the cached
+ * observation. Refused (-EBUSY, *ret_why) while a volume that may hold
+ * references is out of service: a reference nobody can see looks like
+ * none. Returns 0, -EBUSY, -ENOMEM. */
+int agent_content_pool_args(Agent *a, const Pool *p, char ***ret, char **ret_why);
 
 /* agent-capacity.c */
 /* Bytes placement may count on a volume beyond its free space: what growth
@@ -373,11 +380,6 @@ void agent_cgroups_forget(Agent *a, const char *id);
 json_object *agent_cgroups_workspace_json(Agent *a, const char *id);
 
 /* agent-gc.c */
-/* The pool's dirs and the roots that may hold references to it, as the
- * pool's tools take them: --content DIR[,DIR...] --state-root DIR...
- * Refused (-EBUSY, *ret_why) while a volume that may hold references is
- * out of service: a reference nobody can see looks like none. */
-int agent_gc_pool_args(Agent *a, const Pool *p, char ***ret, char **ret_why);
 /* POST /v1/gc: a sweep now (dry_run: report only). Returns 1 (op goes on)
  * or <0 with err set. */
 int agent_gc_run(Agent *a, bool dry_run, ApiOperation *op, ApiError *err);
