@@ -124,7 +124,7 @@ static void place(Agent *a, WsCgroup *w, pid_t pid, bool force) {
     w->placing = true;
 }
 
-void agent_cgroups_daemon_running(Agent *a, const char *id, pid_t pid) {
+static void cgroups_daemon_running(Agent *a, const char *id, pid_t pid) {
     AgentCgroups *c = a->cgroups;
     if (!c || !c->scopes || pid <= 0)
         return;
@@ -150,7 +150,7 @@ static void cgroups_layout_changed(Agent *a) {
     }
 }
 
-void agent_cgroups_forget(Agent *a, const char *id) {
+static void cgroups_workspace_removed(Agent *a, const char *id) {
     AgentCgroups *c = a->cgroups;
     for (size_t i = 0; c && i < c->n_ws; i++)
         if (streq(c->ws[i].id, id)) {
@@ -332,4 +332,6 @@ const AgentModule agent_cgroups_module = {
     .free = cgroups_free,
     .metrics = cgroups_metrics,
     .status_json = cgroups_status_json,
+    .daemon_running = cgroups_daemon_running,
+    .workspace_removed = cgroups_workspace_removed,
 };

@@ -1121,7 +1121,7 @@ static void on_removed(Supervisor *s, const char *id, void *userdata) {
     _cleanup_free_ char *dir = NULL;
     if (j->op)
         api_operation_step_done(j->op, j->step, 0, NULL);
-    agent_cgroups_forget(a, id);
+    agent_modules_workspace_removed(a, id);
     agent_place_context(a, &ctx);
     /* The record says "inactive" first: a crash half-way through the
      * deletion leaves kept (partial) data that a second destroy finishes,
@@ -1344,7 +1344,7 @@ static void on_state_change(const char *id, SupervisorState old_state, Superviso
     if (new_state == SUPERVISOR_STARTING || new_state == SUPERVISOR_RUNNING) {
         WorkspaceStatus st;
         if (a->supervisor && supervisor_get_status(a->supervisor, id, &st) >= 0)
-            agent_cgroups_daemon_running(a, id, st.pid);
+            agent_modules_daemon_running(a, id, st.pid);
     }
     check_waiters(a, id);
     if (a->ready)

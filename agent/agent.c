@@ -49,6 +49,18 @@ const VolumeAssessment *agent_modules_assessment(Agent *a, const char *volume) {
     return NULL;
 }
 
+void agent_modules_daemon_running(Agent *a, const char *id, pid_t pid) {
+    FOREACH_MODULE(m)
+        if ((*m)->daemon_running)
+            (*m)->daemon_running(a, id, pid);
+}
+
+void agent_modules_workspace_removed(Agent *a, const char *id) {
+    FOREACH_MODULE(m)
+        if ((*m)->workspace_removed)
+            (*m)->workspace_removed(a, id);
+}
+
 void agent_modules_volume_json(Agent *a, const VolumeObservation *v, json_object *o) {
     FOREACH_MODULE(m)
         if ((*m)->volume_json)

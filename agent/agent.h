@@ -25,8 +25,8 @@
  *
  * The modules: each defines one AgentModule row (start, layout_changed,
  * stop, free, observed, volume_json, metrics, problems, status_json,
- * assessment), which is how the core calls it; its state is its own,
- * behind an opaque pointer in Agent.
+ * assessment, daemon_running, workspace_removed), which is how the core
+ * calls it; its state is its own, behind an opaque pointer in Agent.
  *   agent-capacity.c    full volumes: growth jobs, the fast capacity watch,
  *                       each volume's health, its findings and their
  *                       transitions (logged, sent as events); /v1/capacity
@@ -171,7 +171,7 @@ typedef struct Agent {
  *     (agent_quota_probe_args, agent_quota_merge);
  *   - quota answers PUT .../quota with agent_workspace_json;
  *   - workspaces calls capacity (agent_capacity_growable), cgroups
- *     (agent_cgroups_daemon_running, _forget, _workspace_json), the probe
+ *     (agent_cgroups_workspace_json), the probe
  *     (agent_daemon_stats, agent_daemon_stats_path) and quota
  *     (agent_quota_workspace_json, agent_quota_problems).
  */
@@ -203,6 +203,10 @@ typedef struct AgentModule {
     /* The latest assessment of a volume, or NULL when it was never
      * observed: the module that judges volumes' health (capacity). */
     const VolumeAssessment *(*assessment)(Agent *a, const char *volume);
+    /* A workspace's daemon runs, started or re-adopted (pid > 0). */
+    void (*daemon_running)(Agent *a, const char *id, pid_t pid);
+    /* A workspace was removed: what the module keeps of it goes. */
+    void (*workspace_removed)(Agent *a, const char *id);
 } AgentModule;
 
 extern const AgentModule agent_capacity_module;
@@ -262,6 +266,10 @@ void agent_modules_volume_json(Agent *a, const VolumeObservation *v, json_object
 /* The latest assessment of a volume (the first module's answer that
  * has the op), or NULL. */
 const VolumeAssessment *agent_modules_assessment(Agent *a, const char *volume);
+/* The workspaces module's news for the others: a daemon runs (cgroups
+ * puts it into its scope), a workspace was removed. */
+void agent_modules_daemon_running(Agent *a, const char *id, pid_t pid);
+void agent_modules_workspace_removed(Agent *a, const char *id);
 /* The problems an operator must see (capacity_problems over what the core
  * and the modules know); *ret_health the worst level. */
 json_object *agent_problems(Agent *a, VolumeHealth *ret_health);
@@ -373,9 +381,6 @@ uint64_t agent_capacity_growable(Agent *a, const VolumeObservation *v);
 json_object *agent_capacity_json(Agent *a);
 
 /* agent-cgroups.c */
-/* A workspace's daemon runs (started, or re-adopted): into its scope. */
-void agent_cgroups_daemon_running(Agent *a, const char *id, pid_t pid);
-void agent_cgroups_forget(Agent *a, const char *id);
 /* A workspace's cgroup object, or NULL when it has none. */
 json_object *agent_cgroups_workspace_json(Agent *a, const char *id);
 
