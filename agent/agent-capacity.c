@@ -67,7 +67,7 @@ static VolumeState *agent_volume_state(Agent *a, const char *name) {
     return NULL;
 }
 
-const VolumeAssessment *agent_capacity_assessment(Agent *a, const char *volume) {
+static const VolumeAssessment *capacity_assessment(Agent *a, const char *volume) {
     const VolumeState *s = agent_volume_state(a, volume);
     return s ? &s->assessment : NULL;
 }
@@ -487,6 +487,104 @@ uint64_t agent_capacity_growable(Agent *a, const VolumeObservation *v) {
     return capacity_growable(p, v, a->engine->observation, c ? &c->growth_env : &(GrowthEnv) {});
 }
 
+/* State volumes the engine refused and never recorded (a foreign file at
+ * state-N.img): their index is taken for good. */
+static unsigned refused_state_volumes(Agent *a) {
+    unsigned n = 0;
+    for (size_t i = 0; a->volume_results && i < a->volume_results->n_volumes; i++) {
+        const ApplyVolumeResult *v = &a->volume_results->volumes[i];
+        unsigned index;
+        if (v->outcome == APPLY_OUTCOME_REFUSED && !state_record_find_volume(agent_record(a), v->volume) &&
+            !agent_volume(a, v->volume) && sscanf(v->volume, "state-%u", &index) == 1)
+            n++;
+    }
+    return n;
+}
+
+/* What capacity_pool_report needs of one declared volume: what only the
+ * agent knows (its health, what growth may still add, its workspaces and
+ * their quotas from the record). */
+static CapacityReportVolume report_volume(Agent *a, const VolumeObservation *v) {
+    StateRecord *record = agent_record(a);
+    CapacityReportVolume rv = {
+        .observation = v,
+        .health = volume_health_from_string(agent_volume_health(a, v, NULL)),
+        .growable = agent_capacity_growable(a, v),
+        .quota_enforced = volume_observation_enforces_quota(v),
+    };
+    if (v->role != POOL_STATE)
+        return rv;
+    rv.workspaces = state_record_count_workspaces(record, v->name);
+    for (size_t k = 0; k < record->n_workspaces; k++)
+        if (record->workspaces[k]->active && streq_ptr(record->workspaces[k]->volume, v->name))
+            rv.quota_bytes += record->workspaces[k]->quota;
+    return rv;
+}
+
+static json_object *pool_json(const Pool *p, const CapacityPoolReport *r) {
+    json_object *o = json_object_new_object();
+    json_object_object_add(o, "role", json_object_new_string(pool_role_to_string(p->role)));
+    json_object_object_add(o, "backend", json_object_new_string(backend_to_string(p->backend)));
+    json_object_object_add(o, "volumes", json_object_new_int64(r->volumes));
+    json_object_object_add(o, "size_bytes", json_object_new_uint64(r->size_bytes));
+    json_object_object_add(o, "used_bytes", json_object_new_uint64(r->used_bytes));
+    json_object_object_add(o, "free_bytes", json_object_new_uint64(r->free_bytes));
+    json_object_object_add(o, "growable_bytes", json_object_new_uint64(r->growable_bytes));
+    if (p->role != POOL_STATE)
+        return o;
+    json_object_object_add(o, "max_volumes", json_object_new_int64(p->max_volumes));
+    json_object_object_add(o, "volumes_accepting", json_object_new_int64(r->volumes_accepting));
+    json_object_object_add(o, "refused_volumes", json_object_new_int64(r->refused_volumes));
+    json_object_object_add(o, "carvable_volumes", json_object_new_int64(r->carvable_volumes));
+    json_object_object_add(o, "carvable_limit", r->carvable_limit ? json_object_new_string(r->carvable_limit) : NULL);
+    json_object_object_add(o, "carvable_bytes", json_object_new_uint64(r->carvable_bytes));
+    json_object_object_add(o, "workspaces_per_volume", json_object_new_int64(p->workspaces_per_volume));
+    json_object_object_add(o, "workspaces", json_object_new_uint64(r->workspaces));
+    json_object_object_add(o, "workspace_slots", json_object_new_uint64(r->workspace_slots));
+    json_object_object_add(o, "workspace_slots_free", json_object_new_uint64(r->workspace_slots_free));
+    json_object_object_add(o, "quota_overcommit_percent", json_object_new_int64(p->quota_overcommit));
+    json_object_object_add(o, "quota_bytes", json_object_new_uint64(r->quota_bytes));
+    json_object_object_add(o, "quota_bytes_free", json_object_new_uint64(r->quota_bytes_free));
+    return o;
+}
+
+json_object *agent_capacity_json(Agent *a) {
+    const Observation *obs = a->engine->observation;
+    const Layout *layout = agent_layout(a);
+    _cleanup_free_ CapacityReportVolume *in = calloc(MAX(obs ? obs->n : 0, 1u), sizeof(CapacityReportVolume));
+    if (!in)
+        return NULL;
+    json_object *pools = json_object_new_array();
+    uint64_t host_free_slots = 0;
+    for (PoolRole role = 0; role < _POOL_ROLE_MAX; role++) {
+        const Pool *p = layout_pool(layout, role);
+        if (!p)
+            continue;
+        size_t n = 0;
+        for (size_t i = 0; obs && i < obs->n; i++)
+            if (obs->volumes[i].role == role && obs->volumes[i].declared)
+                in[n++] = report_volume(a, &obs->volumes[i]);
+        CapacityPoolReport r;
+        capacity_pool_report(p, obs, in, n, role == POOL_STATE ? refused_state_volumes(a) : 0, &r);
+        host_free_slots += r.workspace_slots_free;
+        json_object_array_add(pools, pool_json(p, &r));
+    }
+    json_object *o = json_object_new_object();
+    json_object_object_add(o, "pools", pools);
+    json_object_object_add(o, "workspace_slots_free", json_object_new_uint64(host_free_slots));
+    json_object *h = json_object_new_object();
+    if (obs && obs->has_backing_free) {
+        const Pool *sp = layout_pool(layout, POOL_STATE);
+        json_object_object_add(h, "free_bytes", json_object_new_uint64(obs->backing_free));
+        json_object_object_add(h, "size_bytes", json_object_new_uint64(obs->backing_size));
+        json_object_object_add(h, "promised_bytes", json_object_new_uint64(capacity_host_promised(obs)));
+        json_object_object_add(h, "headroom_bytes", json_object_new_uint64(capacity_host_headroom(obs)));
+        json_object_object_add(h, "carvable_bytes", json_object_new_uint64(capacity_host_carvable(sp, obs)));
+    }
+    json_object_object_add(o, "host", h);
+    return o;
+}
+
 static void capacity_metrics(Agent *a, MetricsWriter *w) {
     AgentCapacity *c = a->capacity;
     const Observation *o = a->engine->observation;
@@ -593,4 +691,5 @@ const AgentModule agent_capacity_module = {
     .volume_json = capacity_volume_json,
     .metrics = capacity_metrics,
     .problems = capacity_problems_inputs,
+    .assessment = capacity_assessment,
 };

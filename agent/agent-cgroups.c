@@ -124,7 +124,7 @@ static void place(Agent *a, WsCgroup *w, pid_t pid, bool force) {
     w->placing = true;
 }
 
-void agent_cgroups_daemon_running(Agent *a, const char *id, pid_t pid) {
+static void cgroups_daemon_running(Agent *a, const char *id, pid_t pid) {
     AgentCgroups *c = a->cgroups;
     if (!c || !c->scopes || pid <= 0)
         return;
@@ -150,7 +150,7 @@ static void cgroups_layout_changed(Agent *a) {
     }
 }
 
-void agent_cgroups_forget(Agent *a, const char *id) {
+static void cgroups_workspace_removed(Agent *a, const char *id) {
     AgentCgroups *c = a->cgroups;
     for (size_t i = 0; c && i < c->n_ws; i++)
         if (streq(c->ws[i].id, id)) {
@@ -221,12 +221,13 @@ static void cgroups_free(Agent *a) {
     a->cgroups = mfree(c);
 }
 
-json_object *agent_cgroups_status_json(Agent *a) {
+/* /v1/status's "cgroups": {enabled, reason}. */
+static void cgroups_status_json(Agent *a, json_object *status) {
     AgentCgroups *c = a->cgroups;
     json_object *o = json_object_new_object();
     json_object_object_add(o, "enabled", json_object_new_boolean(c && c->scopes));
     json_object_object_add(o, "reason", c && c->reason ? json_object_new_string(c->reason) : NULL);
-    return o;
+    json_object_object_add(status, "cgroups", o);
 }
 
 static json_object *pressure(double avg10, uint64_t usec) {
@@ -330,4 +331,7 @@ const AgentModule agent_cgroups_module = {
     .layout_changed = cgroups_layout_changed,
     .free = cgroups_free,
     .metrics = cgroups_metrics,
+    .status_json = cgroups_status_json,
+    .daemon_running = cgroups_daemon_running,
+    .workspace_removed = cgroups_workspace_removed,
 };

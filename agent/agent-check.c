@@ -148,7 +148,7 @@ int agent_check_run(Agent *a, ApiOperation *op, ApiError *err) {
                                  "the content pool's tool (gc.command %s) has no check; the reference daemon's "
                                  "(layoutd-wsfs gc) has one",
                                  p->gc.command[0]);
-        r = agent_gc_pool_args(a, p, &args, &why);
+        r = agent_content_pool_args(a, p, &args, &why);
         if (r == -EBUSY)
             return api_error_set(err, r, 409, "check_unsafe", "not checking: %s", why);
         if (r < 0)

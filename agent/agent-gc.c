@@ -161,72 +161,11 @@ static void on_gc_exit(Child *c, int status, const char *stderr_text, void *user
     agent_volumes_refresh(a);
 }
 
-int agent_gc_pool_args(Agent *a, const Pool *p, char ***ret, char **ret_why) {
-    StateRecord *record = agent_record(a);
-    _cleanup_strv_free_ char **argv = NULL;
-    _cleanup_free_ char *content = NULL;
-    int r;
-    for (unsigned i = 0; i < p->shards; i++) {
-        _cleanup_free_ char *name = NULL;
-        if ((r = layout_volume_name(POOL_CONTENT, i, &name)) < 0)
-            return r;
-        const VolumeObservation *v = agent_volume(a, name);
-        if (!v || !volume_observation_is_up(v))
-            return asprintf(ret_why, "content volume %s is not in service", name) < 0 ? -ENOMEM : -EBUSY;
-        _cleanup_free_ char *t = NULL;
-        if (asprintf(&t, "%s%s%s", content ?: "", content ? "," : "", v->mount_path) < 0)
-            return -ENOMEM;
-        free(content);
-        content = TAKE_PTR(t);
-    }
-    if ((r = strv_extend(&argv, "--content")) < 0 || (r = strv_extend(&argv, content)) < 0)
-        return r;
-    /* From the workspaces' side first: a workspace (active, or the kept
-     * data of a removed one) whose volume the record does not list as a
-     * state volume would be in no --state-root below, and the objects its
-     * stubs reference would look dead. Refused, never guessed. */
-    for (size_t k = 0; k < record->n_workspaces; k++) {
-        const WorkspaceRecord *w = record->workspaces[k];
-        const VolumeRecord *vr = w->volume ? state_record_find_volume(record, w->volume) : NULL;
-        if (!vr || vr->role != POOL_STATE)
-            return asprintf(ret_why, "workspace %s is on volume %s, which the record does not hold as a state "
-                            "volume: its references cannot be read", w->id, w->volume ?: "(none)") < 0
-                       ? -ENOMEM : -EBUSY;
-    }
-    for (size_t i = 0; i < record->n_volumes; i++) {
-        const VolumeRecord *vr = record->volumes[i];
-        if (vr->role != POOL_STATE)
-            continue;
-        const VolumeObservation *v = agent_volume(a, vr->name);
-        bool holds = false; /* active workspaces, or the kept data of removed ones */
-        for (size_t k = 0; !holds && k < record->n_workspaces; k++)
-            holds = streq_ptr(record->workspaces[k]->volume, vr->name);
-        if (!v || !volume_observation_is_up(v)) {
-            if (holds)
-                return asprintf(ret_why, "state volume %s holds workspaces but is not in service: their references "
-                                "cannot be read", vr->name) < 0 ? -ENOMEM : -EBUSY;
-            continue;
-        }
-        /* A volume with no workspace holds no reference; one being created
-         * there now publishes under the pool lock, and its objects are
-         * younger than the grace period. */
-        if (!holds)
-            continue;
-        _cleanup_free_ char *dir = NULL;
-        if (asprintf(&dir, "%s/workspaces", streq(v->mount_path, "/") ? "" : v->mount_path) < 0)
-            return -ENOMEM;
-        if ((r = strv_extend(&argv, "--state-root")) < 0 || (r = strv_extend(&argv, dir)) < 0)
-            return r;
-    }
-    *ret = TAKE_PTR(argv);
-    return 0;
-}
-
 /* The sweep's argv: the command, the pool's dirs and roots, the grace. */
 static int gc_argv(Agent *a, const Pool *p, bool dry_run, char ***ret, char **ret_why) {
     _cleanup_strv_free_ char **argv = NULL, **args = NULL;
     int r;
-    if ((r = agent_gc_pool_args(a, p, &args, ret_why)) < 0)
+    if ((r = agent_content_pool_args(a, p, &args, ret_why)) < 0)
         return r;
     if ((r = strv_copy((const char *const *) p->gc.command, &argv)) < 0)
         return r;
@@ -385,7 +324,7 @@ static void gc_stop(Agent *a) {
     a->gc = mfree(a->gc);
 }
 
-json_object *agent_gc_json(Agent *a) {
+static json_object *gc_json(Agent *a) {
     AgentGc *g = a->gc;
     const Pool *p = gc_pool(a);
     if (!g || !p)
@@ -434,6 +373,11 @@ static void gc_metrics(Agent *a, MetricsWriter *w) {
     (void) metrics_writer_sample(w, NULL, g->child ? 1 : 0);
 }
 
+/* /v1/status's "gc": null without a sweep. */
+static void gc_status_json(Agent *a, json_object *status) {
+    json_object_object_add(status, "gc", gc_json(a));
+}
+
 const AgentModule agent_gc_module = {
     .name = "gc",
     .when_up = true,
@@ -442,4 +386,5 @@ const AgentModule agent_gc_module = {
     .free = gc_stop,
     .observed = gc_observed,
     .metrics = gc_metrics,
+    .status_json = gc_status_json,
 };

@@ -68,17 +68,7 @@ static QuotaEntry *entry_get(Agent *a, const char *id) {
 /* Whether the volume's mount has project quotas enforced, from the
  * cached observation (mountinfo's options: no I/O). */
 bool agent_quota_volume_enforces(Agent *a, const char *volume) {
-    const VolumeObservation *o = volume ? agent_volume(a, volume) : NULL;
-    if (!o || !volume_observation_is_up(o) || !o->mount.options || !o->mount.fstype)
-        return false;
-    const char *opt = quota_mount_option(o->mount.fstype);
-    if (!opt)
-        return false;
-    size_t n = strlen(opt);
-    for (const char *p = o->mount.options; (p = strstr(p, opt)); p += n)
-        if ((p == o->mount.options || p[-1] == ',') && (p[n] == ',' || p[n] == 0))
-            return true;
-    return false;
+    return volume_observation_enforces_quota(volume ? agent_volume(a, volume) : NULL);
 }
 
 json_object *agent_quota_probe_args(Agent *a) {
@@ -136,7 +126,7 @@ json_object *agent_quota_workspace_json(Agent *a, const WorkspaceRecord *w) {
     return o;
 }
 
-json_object *agent_quota_status_json(Agent *a) {
+static json_object *quota_status(Agent *a) {
     const char *why = NULL;
     int r = place_quota_support(agent_layout(a), &why);
     StateRecord *record = agent_record(a);
@@ -305,8 +295,14 @@ static void quota_free(Agent *a) {
     a->quota = mfree(q);
 }
 
+/* /v1/status's "quotas": {supported, reason, volumes_enforcing}. */
+static void quota_status_json(Agent *a, json_object *status) {
+    json_object_object_add(status, "quotas", quota_status(a));
+}
+
 const AgentModule agent_quota_module = {
     .name = "quota",
     .free = quota_free,
     .metrics = quota_metrics,
+    .status_json = quota_status_json,
 };

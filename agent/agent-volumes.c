@@ -7,7 +7,9 @@
  * changed, removed: a loop or dm device going away under us), both
  * debounced; after volume jobs (which bring their own observation); and
  * on a timer. Health is assessed from it, and a
- * change of a volume's health is logged and sent as an event.
+ * change of a volume's health is logged and sent as an event. The content
+ * pool's arguments (its dirs, the roots that hold references to it) are
+ * read from it and the record for the sweep and the check.
  */
 #include <fcntl.h>
 #include <inttypes.h>
@@ -49,7 +51,7 @@ size_t agent_volumes_up(Agent *a) {
  * degraded (in service, not as asked, or writes fail), failed (out of
  * service); the problem is the worst finding. */
 const char *agent_volume_health(Agent *a, const VolumeObservation *v, const char **ret_problem) {
-    const VolumeAssessment *s = agent_capacity_assessment(a, v->name);
+    const VolumeAssessment *s = agent_modules_assessment(a, v->name);
     VolumeHealth h = s ? s->health : volume_observation_is_up(v) ? VOLUME_HEALTH_OK : VOLUME_HEALTH_FAILED;
     if (ret_problem)
         *ret_problem = s && s->n > 0 ? s->findings[0].message : h == VOLUME_HEALTH_FAILED ? "not mounted" : NULL;
@@ -78,7 +80,7 @@ json_object *agent_volume_json(Agent *a, const VolumeObservation *v) {
     json_object_object_add(o, "state", json_object_new_string(state));
     json_object_object_add(o, "health", json_object_new_string(health));
     json_object_object_add(o, "message", problem ? json_object_new_string(problem) : NULL);
-    const VolumeAssessment *as = agent_capacity_assessment(a, v->name);
+    const VolumeAssessment *as = agent_modules_assessment(a, v->name);
     json_object *fl = json_object_new_array();
     for (size_t i = 0; as && i < as->n; i++) {
         const VolumeFinding *f = &as->findings[i];
@@ -266,4 +268,65 @@ void agent_volumes_unwatch(Agent *a) {
     a->block_source = sd_event_source_disable_unref(a->block_source);
     a->block_monitor = block_monitor_free(a->block_monitor);
     a->observer = worker_free(a->observer);
+}
+
+int agent_content_pool_args(Agent *a, const Pool *p, char ***ret, char **ret_why) {
+    StateRecord *record = agent_record(a);
+    _cleanup_strv_free_ char **argv = NULL;
+    _cleanup_free_ char *content = NULL;
+    int r;
+    for (unsigned i = 0; i < p->shards; i++) {
+        _cleanup_free_ char *name = NULL;
+        if ((r = layout_volume_name(POOL_CONTENT, i, &name)) < 0)
+            return r;
+        const VolumeObservation *v = agent_volume(a, name);
+        if (!v || !volume_observation_is_up(v))
+            return asprintf(ret_why, "content volume %s is not in service", name) < 0 ? -ENOMEM : -EBUSY;
+        _cleanup_free_ char *t = NULL;
+        if (asprintf(&t, "%s%s%s", content ?: "", content ? "," : "", v->mount_path) < 0)
+            return -ENOMEM;
+        free(content);
+        content = TAKE_PTR(t);
+    }
+    if ((r = strv_extend(&argv, "--content")) < 0 || (r = strv_extend(&argv, content)) < 0)
+        return r;
+    /* From the workspaces' side first: a workspace (active, or the kept
+     * data of a removed one) whose volume the record does not list as a
+     * state volume would be in no --state-root below, and the objects its
+     * stubs reference would look dead. Refused, never guessed. */
+    for (size_t k = 0; k < record->n_workspaces; k++) {
+        const WorkspaceRecord *w = record->workspaces[k];
+        const VolumeRecord *vr = w->volume ? state_record_find_volume(record, w->volume) : NULL;
+        if (!vr || vr->role != POOL_STATE)
+            return asprintf(ret_why, "workspace %s is on volume %s, which the record does not hold as a state "
+                            "volume: its references cannot be read", w->id, w->volume ?: "(none)") < 0
+                       ? -ENOMEM : -EBUSY;
+    }
+    for (size_t i = 0; i < record->n_volumes; i++) {
+        const VolumeRecord *vr = record->volumes[i];
+        if (vr->role != POOL_STATE)
+            continue;
+        const VolumeObservation *v = agent_volume(a, vr->name);
+        bool holds = false; /* active workspaces, or the kept data of removed ones */
+        for (size_t k = 0; !holds && k < record->n_workspaces; k++)
+            holds = streq_ptr(record->workspaces[k]->volume, vr->name);
+        if (!v || !volume_observation_is_up(v)) {
+            if (holds)
+                return asprintf(ret_why, "state volume %s holds workspaces but is not in service: their references "
+                                "cannot be read", vr->name) < 0 ? -ENOMEM : -EBUSY;
+            continue;
+        }
+        /* A volume with no workspace holds no reference; one being created
+         * there now publishes under the pool lock, and its objects are
+         * younger than the grace period. */
+        if (!holds)
+            continue;
+        _cleanup_free_ char *dir = NULL;
+        if (asprintf(&dir, "%s/workspaces", streq(v->mount_path, "/") ? "" : v->mount_path) < 0)
+            return -ENOMEM;
+        if ((r = strv_extend(&argv, "--state-root")) < 0 || (r = strv_extend(&argv, dir)) < 0)
+            return r;
+    }
+    *ret = TAKE_PTR(argv);
+    return 0;
 }

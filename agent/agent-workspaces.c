@@ -35,6 +35,7 @@ struct PendingCreate {
     unsigned attempts;        /* carves refused so far (another index is tried) */
 };
 
+typedef struct PendingCarve PendingCarve;
 struct PendingCarve {
     PendingCarve *next;
     unsigned index;
@@ -46,6 +47,7 @@ typedef enum WaiterKind {
     WAIT_RUNNING,             /* create, restart: the daemon runs (a new pid) */
 } WaiterKind;
 
+typedef struct WorkspaceWaiter WorkspaceWaiter;
 struct WorkspaceWaiter {
     WorkspaceWaiter *next;
     char *id;
@@ -54,6 +56,14 @@ struct WorkspaceWaiter {
     ApiOperation *op;
     int step;
     unsigned status;          /* the answer's status: 201 create, 200 restart */
+};
+
+/* The module's state (Agent.workspaces). */
+struct AgentWorkspaces {
+    PendingCarve *carves;     /* state volumes being carved for creates */
+    PlaceCandidate *place_extras; /* agent_place_context's buffer */
+    WorkspaceWaiter *waiters; /* operations waiting on a daemon's state */
+    uint64_t creates, create_failures; /* asked through the API, and failed */
 };
 
 static void pending_create_free(PendingCreate *c) {
@@ -65,7 +75,7 @@ static void pending_create_free(PendingCreate *c) {
 }
 
 static bool id_is_pending(Agent *a, const char *id) {
-    for (PendingCarve *p = a->carves; p; p = p->next)
+    for (PendingCarve *p = a->workspaces ? a->workspaces->carves : NULL; p; p = p->next)
         for (PendingCreate *c = p->creates; c; c = c->next)
             if (streq(c->id, id))
                 return true;
@@ -91,7 +101,7 @@ static int place_observe_cached(void *userdata, const VolumeRecord *v, const cha
     ret->free_bytes = o->fs_avail + growable;
     ret->free_inodes = o->fs_inodes_free;
     ret->size_bytes = o->fs_size + growable;
-    if (!agent_quota_volume_enforces(a, v->name))
+    if (!volume_observation_enforces_quota(o))
         ret->flags |= PLACE_VOLUME_NO_QUOTA;
     if (growable && o->file_size && fs && fs->fixed_inodes)
         ret->free_inodes += (uint64_t) ((unsigned __int128) o->fs_inodes * growable / o->file_size);
@@ -114,7 +124,7 @@ static PlaceCandidate *place_extras(Agent *a, size_t *ret_n) {
     size_t n = 0, cap = 0;
     PlaceCandidate *x = NULL;
     const Pool *p = layout_pool(agent_layout(a), POOL_STATE);
-    for (PendingCarve *c = a->carves; c; c = c->next) {
+    for (PendingCarve *c = a->workspaces ? a->workspaces->carves : NULL; c; c = c->next) {
         if (n == cap) {
             cap = MAX(cap * 2, 8u);
             PlaceCandidate *t = realloc(x, sizeof(*t) * cap);
@@ -162,9 +172,14 @@ static int place_save_queued(void *userdata, StateRecord *record) {
 }
 
 void agent_place_context(Agent *a, PlaceContext *ret) {
+    AgentWorkspaces *ws = a->workspaces;
     size_t n = 0;
-    free(a->place_extras);
-    a->place_extras = place_extras(a, &n);
+    PlaceCandidate *extras = NULL;
+    /* Kept until the next call: the context points into it. */
+    if (ws) {
+        free(ws->place_extras);
+        extras = ws->place_extras = place_extras(a, &n);
+    }
     *ret = (PlaceContext) {
         .layout = agent_layout(a),
         .record = agent_record(a),
@@ -173,7 +188,7 @@ void agent_place_context(Agent *a, PlaceContext *ret) {
         .save_userdata = a,
         .observe = place_observe_cached,
         .observe_userdata = a,
-        .extra = a->place_extras,
+        .extra = extras,
         .n_extra = n,
     };
     const Observation *o = a->engine->observation;
@@ -183,7 +198,7 @@ void agent_place_context(Agent *a, PlaceContext *ret) {
         /* Volumes being carved take their share first (once observed,
          * their sparse file is counted as promised already). */
         uint64_t pending = 0;
-        for (PendingCarve *c = a->carves; c; c = c->next)
+        for (PendingCarve *c = ws ? ws->carves : NULL; c; c = c->next)
             if (!agent_volume(a, c->name))
                 pending += p->volume_size;
         uint64_t room = capacity_host_carvable(p, o);
@@ -355,8 +370,11 @@ static void waiter_free(WorkspaceWaiter *w) {
 
 static int add_waiter(Agent *a, const char *id, WaiterKind kind, pid_t old_pid, ApiOperation *op, unsigned status,
                       const char *step) {
+    AgentWorkspaces *ws = a->workspaces;
     if (!op)
         return 0;
+    if (!ws)
+        return -ENOMEM;
     WorkspaceWaiter *w = calloc(1, sizeof(*w));
     if (!w || !(w->id = strdup(id))) {
         free(w);
@@ -367,16 +385,18 @@ static int add_waiter(Agent *a, const char *id, WaiterKind kind, pid_t old_pid, 
     w->op = api_operation_ref(op);
     w->status = status;
     w->step = api_operation_step(op, "%s", step);
-    w->next = a->waiters;
-    a->waiters = w;
+    w->next = ws->waiters;
+    ws->waiters = w;
     return 0;
 }
 
 /* A daemon's state changed: the operations waiting for it may end. */
 static void check_waiters(Agent *a, const char *id) {
     WorkspaceStatus st;
+    if (!a->workspaces)
+        return;
     bool known = a->supervisor && supervisor_get_status(a->supervisor, id, &st) >= 0;
-    for (WorkspaceWaiter **p = &a->waiters; *p;) {
+    for (WorkspaceWaiter **p = &a->workspaces->waiters; *p;) {
         WorkspaceWaiter *w = *p;
         if (!streq(w->id, id)) {
             p = &w->next;
@@ -573,7 +593,12 @@ static void on_reconciled_start(Agent *a) {
         log_notice("Cleaned %d stale FUSE mount(s) below %s", r, wc->mount_root);
 }
 
-int agent_workspaces_start(Agent *a) {
+/* Once the volumes are up, and again after every reload's apply: every
+ * workspace of the record under supervision (again). Without supervision
+ * (--no-workspaces) the core says ready itself. */
+static int workspaces_start(Agent *a) {
+    if (!a->workspaces && !(a->workspaces = calloc(1, sizeof(AgentWorkspaces))))
+        log_oom(); /* creates are refused; what exists is still supervised */
     if (!a->supervisor)
         return 0;
     /* The directories are read in a worker (they are on the state
@@ -582,6 +607,7 @@ int agent_workspaces_start(Agent *a) {
     if (r < 0) {
         log_error_errno(r, "Failed to start reconciling the workspaces, starting them without: %m");
         on_reconciled_start(a);
+        agent_ready(a);
         return r;
     }
     return 0;
@@ -631,7 +657,8 @@ static PlaceCreateRequest place_request(const PendingCreate *c) {
 }
 
 static void create_failed(Agent *a, PendingCreate *c, const ApiError *err) {
-    a->api_create_failures++;
+    if (a->workspaces)
+        a->workspaces->create_failures++;
     log_warning("workspace %s: create failed: %s", c->id, err->message);
     if (c->op)
         api_operation_fail(c->op, err);
@@ -662,7 +689,8 @@ static void create_abandon(Agent *a, CreateRun *cr, const ApiError *err) {
     PlaceContext ctx;
     agent_place_context(a, &ctx);
     place_workspace_abandon(&ctx, cr->id, cr->was_new);
-    a->api_create_failures++;
+    if (a->workspaces)
+        a->workspaces->create_failures++;
     log_warning("workspace %s: create failed: %s", cr->id, err->message);
     json_object *f = json_object_new_object();
     json_object_object_add(f, "workspace", json_object_new_string(cr->id));
@@ -846,7 +874,7 @@ static int create_on(Agent *a, PendingCreate *c, const char *volume, ApiError *e
 static int create_decide(Agent *a, PendingCreate *c, ApiError *err);
 
 static PendingCarve *find_carve(Agent *a, const char *name) {
-    for (PendingCarve *p = a->carves; p; p = p->next)
+    for (PendingCarve *p = a->workspaces ? a->workspaces->carves : NULL; p; p = p->next)
         if (streq(p->name, name))
             return p;
     return NULL;
@@ -855,7 +883,7 @@ static PendingCarve *find_carve(Agent *a, const char *name) {
 static void on_carved(Agent *a, int error, const char *message, ApplyResult *res, json_object *extra,
                       void *userdata) {
     PendingCarve *carve = userdata;
-    for (PendingCarve **p = &a->carves; *p; p = &(*p)->next)
+    for (PendingCarve **p = &a->workspaces->carves; *p; p = &(*p)->next)
         if (*p == carve) {
             *p = carve->next;
             break;
@@ -955,8 +983,8 @@ static int create_decide(Agent *a, PendingCreate *c, ApiError *err) {
             free(carve);
             return r;
         }
-        carve->next = a->carves;
-        a->carves = carve;
+        carve->next = a->workspaces->carves;
+        a->workspaces->carves = carve;
         log_info("volume %s: carving a new flush domain for workspace %s (every state volume is at its bound)",
                  carve->name, c->id);
     } else if (c->op)
@@ -970,6 +998,8 @@ int agent_workspace_create(Agent *a, const ApiWorkspaceRequest *req, ApiOperatio
     if (!a->supervisor)
         return api_error_set(err, -EOPNOTSUPP, 503, "not_supervising",
                              "the agent runs without workspaces (--no-workspaces)");
+    if (!a->workspaces)
+        return -ENOMEM;
     if (id_is_pending(a, req->id))
         return api_error_set(err, -EEXIST, 409, "exists", "workspace '%s' is being created", req->id);
     WorkspaceRecord *old = place_workspace_get(agent_record(a), req->id);
@@ -977,7 +1007,7 @@ int agent_workspace_create(Agent *a, const ApiWorkspaceRequest *req, ApiOperatio
     PendingCreate *c = pending_create_new(req, old && !old->active, op);
     if (!c)
         return -ENOMEM;
-    a->api_creates++;
+    a->workspaces->creates++;
     int r = create_decide(a, c, err);
     if (r > 0)
         return 1; /* the carve owns c */
@@ -1091,7 +1121,7 @@ static void on_removed(Supervisor *s, const char *id, void *userdata) {
     _cleanup_free_ char *dir = NULL;
     if (j->op)
         api_operation_step_done(j->op, j->step, 0, NULL);
-    agent_cgroups_forget(a, id);
+    agent_modules_workspace_removed(a, id);
     agent_place_context(a, &ctx);
     /* The record says "inactive" first: a crash half-way through the
      * deletion leaves kept (partial) data that a second destroy finishes,
@@ -1314,7 +1344,7 @@ static void on_state_change(const char *id, SupervisorState old_state, Superviso
     if (new_state == SUPERVISOR_STARTING || new_state == SUPERVISOR_RUNNING) {
         WorkspaceStatus st;
         if (a->supervisor && supervisor_get_status(a->supervisor, id, &st) >= 0)
-            agent_cgroups_daemon_running(a, id, st.pid);
+            agent_modules_daemon_running(a, id, st.pid);
     }
     check_waiters(a, id);
     if (a->ready)
@@ -1401,10 +1431,10 @@ static void workspaces_metrics(Agent *a, MetricsWriter *w) {
     free(sts);
     (void) metrics_writer_family(w, "layoutd_workspace_creates_total", METRIC_COUNTER,
                                  "Workspace creations asked through the API");
-    (void) metrics_writer_sample(w, NULL, (double) a->api_creates);
+    (void) metrics_writer_sample(w, NULL, a->workspaces ? (double) a->workspaces->creates : 0);
     (void) metrics_writer_family(w, "layoutd_workspace_create_failures_total", METRIC_COUNTER,
                                  "Workspace creations refused or failed");
-    (void) metrics_writer_sample(w, NULL, (double) a->api_create_failures);
+    (void) metrics_writer_sample(w, NULL, a->workspaces ? (double) a->workspaces->create_failures : 0);
 }
 
 /* Every supervised workspace: its daemon's state, the objects it misses
@@ -1446,8 +1476,39 @@ static int workspaces_problems(Agent *a, ProblemInputs *in) {
     return 0;
 }
 
+/* The loop is over: the carves' jobs were abandoned without calling back
+ * (agent_jobs_abandon runs after this), so the carves and the creates
+ * waiting on them are ours to free, as are the waiters; their operations
+ * are only unreferenced (the API goes next). */
+static void workspaces_free(Agent *a) {
+    AgentWorkspaces *ws = a->workspaces;
+    if (!ws)
+        return;
+    while (ws->carves) {
+        PendingCarve *c = ws->carves;
+        ws->carves = c->next;
+        while (c->creates) {
+            PendingCreate *pc = c->creates;
+            c->creates = pc->next;
+            pending_create_free(pc);
+        }
+        free(c->name);
+        free(c);
+    }
+    while (ws->waiters) {
+        WorkspaceWaiter *w = ws->waiters;
+        ws->waiters = w->next;
+        waiter_free(w);
+    }
+    free(ws->place_extras);
+    a->workspaces = mfree(ws);
+}
+
 const AgentModule agent_workspaces_module = {
     .name = "workspaces",
+    .when_up = true,
+    .start = workspaces_start,
+    .free = workspaces_free,
     .observed = workspaces_observed,
     .metrics = workspaces_metrics,
     .problems = workspaces_problems,

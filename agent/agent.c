@@ -42,6 +42,25 @@ void agent_modules_observed(Agent *a) {
             (*m)->observed(a);
 }
 
+const VolumeAssessment *agent_modules_assessment(Agent *a, const char *volume) {
+    FOREACH_MODULE(m)
+        if ((*m)->assessment)
+            return (*m)->assessment(a, volume);
+    return NULL;
+}
+
+void agent_modules_daemon_running(Agent *a, const char *id, pid_t pid) {
+    FOREACH_MODULE(m)
+        if ((*m)->daemon_running)
+            (*m)->daemon_running(a, id, pid);
+}
+
+void agent_modules_workspace_removed(Agent *a, const char *id) {
+    FOREACH_MODULE(m)
+        if ((*m)->workspace_removed)
+            (*m)->workspace_removed(a, id);
+}
+
 void agent_modules_volume_json(Agent *a, const VolumeObservation *v, json_object *o) {
     FOREACH_MODULE(m)
         if ((*m)->volume_json)
@@ -75,6 +94,110 @@ json_object *agent_problems(Agent *a, VolumeHealth *ret_health) {
     log_oom();
     *ret_health = VOLUME_HEALTH_DEGRADED;
     return json_object_new_array();
+}
+
+static json_object *jstr(const char *s) {
+    return s ? json_object_new_string(s) : NULL;
+}
+
+/* The agent's health: a failed volume or workspace makes the host
+ * degraded, not failed (the rest serves). */
+static const char *health_word(VolumeHealth h) {
+    return h == VOLUME_HEALTH_OK ? "ok" : h == VOLUME_HEALTH_WARNING ? "warning" : "degraded";
+}
+
+/* Volumes by health (of those the layout declares or the record holds),
+ * and how many are in service. */
+static json_object *status_volumes_json(Agent *a) {
+    size_t total = 0, counts[_VOLUME_HEALTH_MAX] = {};
+    const Observation *obs = a->engine->observation;
+    for (size_t i = 0; obs && i < obs->n; i++) {
+        const VolumeObservation *vo = &obs->volumes[i];
+        if (!vo->declared && !state_record_find_volume(agent_record(a), vo->name))
+            continue;
+        total++;
+        VolumeHealth h = volume_health_from_string(agent_volume_health(a, vo, NULL));
+        if (h >= 0)
+            counts[h]++;
+    }
+    json_object *v = json_object_new_object();
+    json_object_object_add(v, "total", json_object_new_int64((int64_t) total));
+    json_object_object_add(v, "up", json_object_new_int64((int64_t) agent_volumes_up(a)));
+    for (VolumeHealth h = 0; h < _VOLUME_HEALTH_MAX; h++)
+        json_object_object_add(v, volume_health_to_string(h), json_object_new_int64((int64_t) counts[h]));
+    return v;
+}
+
+/* The daemons by supervision state. */
+static json_object *status_workspaces_json(Agent *a) {
+    size_t counts[_SUPERVISOR_STATE_MAX] = {}, n = a->supervisor ? supervisor_count(a->supervisor) : 0;
+    for (size_t i = 0; i < n; i++) {
+        WorkspaceStatus st;
+        if (supervisor_get_status_by_index(a->supervisor, i, &st) >= 0 && st.state >= 0 &&
+            st.state < _SUPERVISOR_STATE_MAX)
+            counts[st.state]++;
+    }
+    json_object *w = json_object_new_object(), *by = json_object_new_object();
+    json_object_object_add(w, "total", json_object_new_int64((int64_t) n));
+    json_object_object_add(w, "running", json_object_new_int64((int64_t) counts[SUPERVISOR_RUNNING]));
+    json_object_object_add(w, "failed", json_object_new_int64((int64_t) counts[SUPERVISOR_FAILED]));
+    for (SupervisorState s = 0; s < _SUPERVISOR_STATE_MAX; s++)
+        json_object_object_add(by, supervisor_state_to_string(s), json_object_new_int64((int64_t) counts[s]));
+    json_object_object_add(w, "by_state", by);
+    return w;
+}
+
+json_object *agent_status_json(Agent *a) {
+    json_object *o = json_object_new_object();
+    if (!o)
+        return NULL;
+    usec_t now = now_usec(CLOCK_MONOTONIC);
+    json_object_object_add(o, "version", json_object_new_string(LAYOUTD_VERSION));
+    json_object_object_add(o, "state",
+                           json_object_new_string(a->stopping ? "stopping" : a->ready ? "ready" : "starting"));
+    json_object_object_add(o, "pid", json_object_new_int(getpid()));
+    json_object_object_add(o, "uptime_sec", json_object_new_int64((int64_t) ((now - a->started_mono) / USEC_PER_SEC)));
+    json_object *l = json_object_new_object();
+    json_object_object_add(l, "path", jstr(a->engine->layout_path));
+    json_object_object_add(l, "hash", jstr(a->engine->layout_hash));
+    json_object_object_add(l, "root", jstr(agent_layout(a)->root));
+    json_object_object_add(o, "layout", l);
+    json_object_object_add(o, "generation", json_object_new_uint64(a->generation));
+    json_object_object_add(o, "volumes", status_volumes_json(a));
+    json_object_object_add(o, "workspaces", status_workspaces_json(a));
+    json_object_object_add(o, "jobs", json_object_new_int64((int64_t) agent_jobs_count(a)));
+    json_object *e = NULL;
+    if (a->last_reload_error) {
+        e = json_object_new_object();
+        json_object_object_add(e, "message", json_object_new_string(a->last_reload_error));
+        json_object_object_add(e, "at", json_object_new_int64((int64_t) (a->last_reload_at / USEC_PER_SEC)));
+    }
+    json_object_object_add(o, "last_reload_error", e);
+    VolumeHealth worst;
+    json_object *p = agent_problems(a, &worst);
+    json_object_object_add(o, "health", json_object_new_string(health_word(worst)));
+    json_object_object_add(o, "problems", p);
+    FOREACH_MODULE(m)
+        if ((*m)->status_json)
+            (*m)->status_json(a, o);
+    return o;
+}
+
+json_object *agent_health_json(Agent *a, unsigned *ret_status) {
+    VolumeHealth worst;
+    json_object *p = agent_problems(a, &worst);
+    /* Warnings are for people, not for load balancers. */
+    bool ready = a->ready && !a->stopping, healthy = worst <= VOLUME_HEALTH_WARNING;
+    json_object *o = json_object_new_object();
+    if (!o) {
+        json_object_put(p);
+        return NULL;
+    }
+    json_object_object_add(o, "health", json_object_new_string(ready ? health_word(worst)
+                                                               : a->stopping ? "stopping" : "starting"));
+    json_object_object_add(o, "problems", p);
+    *ret_status = healthy && ready ? 200 : 503;
+    return o;
 }
 
 int agent_metrics(Agent *a, MetricsWriter *w) {
@@ -188,7 +311,6 @@ Agent *agent_free(Agent *a) {
     record_saver_waiter_cancel(a->exit_wait);
     a->saver = record_saver_free(a->saver);
     apply_result_free(a->volume_results);
-    free(a->place_extras);
     strv_free(a->reload_notes);
     engine_free(a->engine);
     free(a->last_reload_error);
@@ -314,7 +436,6 @@ static void on_reload_applied(Agent *a, int error, const char *message, ApplyRes
         log_error("Reload: applying the new layout's volumes failed: %s", message ?: strerror(-error));
     else if (res && !apply_result_ok(res))
         log_warning("Reload: some volumes of the new layout are not in service (see /v1/volumes)");
-    (void) agent_workspaces_start(a);
     FOREACH_MODULE(m)
         if ((*m)->layout_changed)
             (*m)->layout_changed(a);
@@ -470,10 +591,11 @@ static void on_started(Agent *a, int error, const char *message, ApplyResult *re
             return;
         }
     }
+    /* With supervision, the workspaces module says ready once they are
+     * supervised again (their directories are reconciled in a worker
+     * first). */
     modules_start(a, true);
-    /* Ready once the workspaces are supervised again (their directories
-     * are reconciled in a worker first). */
-    if (!a->supervisor || agent_workspaces_start(a) < 0)
+    if (!a->supervisor)
         agent_ready(a);
 }
 

@@ -12,21 +12,25 @@
  *   agent.c             lifecycle: start, signals, reload, stop, sd_notify;
  *                       the module table (agent_modules[]); events
  *                       (agent_event, into the API's event ring); the
- *                       problems (capacity_problems) and the metrics
+ *                       problems (capacity_problems), /v1/status,
+ *                       /v1/health and the metrics
  *   agent-jobs.c        the volume jobs: workers, one per volume at a time,
  *                       their record changes saved here, results merged
  *   agent-volumes.c     the cached observation (refreshed on mountinfo
  *                       changes, job results and a timer; merged by
- *                       engine_merge_observation), a volume's API object
+ *                       engine_merge_observation), a volume's API
+ *                       object, the content pool's arguments
  *   agent-api.c         the API's route table: each handler hands over
  *                       to the core or to a module's operation
  *
  * The modules: each defines one AgentModule row (start, layout_changed,
- * stop, free, observed, volume_json, metrics, problems), which is how the
- * core calls it; its state is its own, behind an opaque pointer in Agent.
+ * stop, free, observed, volume_json, metrics, problems, status_json,
+ * assessment, daemon_running, workspace_removed), which is how the core
+ * calls it; its state is its own, behind an opaque pointer in Agent.
  *   agent-capacity.c    full volumes: growth jobs, the fast capacity watch,
  *                       each volume's health, its findings and their
- *                       transitions (logged, sent as events)
+ *                       transitions (logged, sent as events); /v1/capacity
+ *                       (capacity_pool_report)
  *   agent-probe.c       the flush probe (a worker every interval), the
  *                       daemons' own figures
  *   agent-workspaces.c  placement, carving on demand, supervision; the
@@ -37,9 +41,8 @@
  *   agent-cgroups.c     a systemd scope (cgroup) per daemon, with limits;
  *                       its CPU, memory, I/O and pressure
  *   agent-vdo.c         vdo-xfs: periodic fstrim, mode changes logged
- * Some modules still call another's functions directly (capacity reads
- * the probe's figures, workspaces capacity's, the cgroups' and the
- * probe's, the check the sweep's pool arguments): see docs/architecture.md.
+ * Some modules still call another's functions directly: see the comment
+ * above AgentModule, and docs/architecture.md.
  *
  * The record (src/state) is owned here (engine->record) and saved after
  * every change; workers hand their changes over (agent-jobs.c).
@@ -86,8 +89,7 @@ typedef struct FlushProbe {
 
 typedef struct VolumeJob VolumeJob;
 typedef struct AgentCgroups AgentCgroups;
-typedef struct PendingCarve PendingCarve;
-typedef struct WorkspaceWaiter WorkspaceWaiter;
+typedef struct AgentWorkspaces AgentWorkspaces;
 typedef struct AgentVdo AgentVdo;
 typedef struct AgentCheck AgentCheck;
 typedef struct AgentCapacity AgentCapacity;
@@ -146,11 +148,7 @@ typedef struct Agent {
     AgentProbe *probe;           /* agent-probe.c: flush costs, daemons' figures */
     AgentQuota *quota;           /* agent-quota.c: quota usage, read with the probe */
 
-    PendingCarve *carves;        /* state volumes being carved for creates */
-    struct PlaceCandidate *place_extras; /* agent_place_context's buffer */
-    WorkspaceWaiter *waiters;    /* operations waiting on a daemon's state */
-
-    uint64_t api_creates, api_create_failures;
+    AgentWorkspaces *workspaces; /* agent-workspaces.c: carves, waiters, counters */
 
     AgentVdo *vdo;               /* agent-vdo.c: fstrim; NULL without vdo-xfs */
     AgentCheck *check;           /* agent-check.c: the content pool's check */
@@ -162,10 +160,20 @@ typedef struct Agent {
  * agent_modules[] (agent.c), as the engine calls a backend through
  * volume_backends[]: a module's state is its own (an opaque pointer in
  * Agent), and a module calls down into the core, never into another
- * module's row. Every op may be NULL. Not there yet: the core still
- * calls agent_capacity_assessment and agent_workspaces_start directly,
- * and some modules each other's functions (docs/architecture.md lists
- * them).
+ * module's row. Every op may be NULL. agent-api.c, the route table,
+ * hands each route to its module's operation. Not there yet (the same
+ * list is in docs/architecture.md):
+ *   - the core hands agent-workspaces.c's agent_supervisor_callbacks to
+ *     the supervisor it makes;
+ *   - capacity reads the probe's figures (agent_flush_probe_find,
+ *     agent_content_missing);
+ *   - the probe reads quota usage for the quota module
+ *     (agent_quota_probe_args, agent_quota_merge);
+ *   - quota answers PUT .../quota with agent_workspace_json;
+ *   - workspaces calls capacity (agent_capacity_growable), cgroups
+ *     (agent_cgroups_workspace_json), the probe
+ *     (agent_daemon_stats, agent_daemon_stats_path) and quota
+ *     (agent_quota_workspace_json, agent_quota_problems).
  */
 typedef struct AgentModule {
     const char *name;
@@ -190,6 +198,15 @@ typedef struct AgentModule {
     /* Hands its part of the problems' inputs to in (valid until its next
      * call). Returns 0 or -ENOMEM. */
     int (*problems)(Agent *a, ProblemInputs *in);
+    /* Adds its key to /v1/status's object (docs/api.md). */
+    void (*status_json)(Agent *a, json_object *status);
+    /* The latest assessment of a volume, or NULL when it was never
+     * observed: the module that judges volumes' health (capacity). */
+    const VolumeAssessment *(*assessment)(Agent *a, const char *volume);
+    /* A workspace's daemon runs, started or re-adopted (pid > 0). */
+    void (*daemon_running)(Agent *a, const char *id, pid_t pid);
+    /* A workspace was removed: what the module keeps of it goes. */
+    void (*workspace_removed)(Agent *a, const char *id);
 } AgentModule;
 
 extern const AgentModule agent_capacity_module;
@@ -212,8 +229,6 @@ json_object *agent_quota_workspace_json(Agent *a, const WorkspaceRecord *w);
 /* The volume is mounted with project quotas enforced (the cached
  * observation's mount options). */
 bool agent_quota_volume_enforces(Agent *a, const char *volume);
-/* /v1/status's "quotas": {supported, reason, volumes_enforcing}. */
-json_object *agent_quota_status_json(Agent *a);
 /* 1 when the workspace uses 90 % or more of its quota (*ret_used,
  * *ret_limit set), else 0. */
 int agent_quota_problems(Agent *a, const WorkspaceRecord *w, uint64_t *ret_used, uint64_t *ret_limit);
@@ -248,9 +263,25 @@ void agent_exit_when_idle(Agent *a);
  * volume's API object gets what each of them knows. */
 void agent_modules_observed(Agent *a);
 void agent_modules_volume_json(Agent *a, const VolumeObservation *v, json_object *o);
+/* The latest assessment of a volume (the first module's answer that
+ * has the op), or NULL. */
+const VolumeAssessment *agent_modules_assessment(Agent *a, const char *volume);
+/* The workspaces module's news for the others: a daemon runs (cgroups
+ * puts it into its scope), a workspace was removed. */
+void agent_modules_daemon_running(Agent *a, const char *id, pid_t pid);
+void agent_modules_workspace_removed(Agent *a, const char *id);
 /* The problems an operator must see (capacity_problems over what the core
  * and the modules know); *ret_health the worst level. */
 json_object *agent_problems(Agent *a, VolumeHealth *ret_health);
+/* GET /v1/status: the agent's state, layout, volumes by health, daemons
+ * by state, jobs, the last refused reload, health and problems, and what
+ * the gc, cgroups and quota modules say (docs/api.md). NULL: out of
+ * memory. */
+json_object *agent_status_json(Agent *a);
+/* GET /v1/health: {health, problems}; *ret_status 200 when the host
+ * serves as asked (ready, nothing worse than a warning), else 503. NULL:
+ * out of memory. */
+json_object *agent_health_json(Agent *a, unsigned *ret_status);
 /* Every metric family (GET /metrics): the core's, then each module's. */
 int agent_metrics(Agent *a, MetricsWriter *w);
 /* Appends an event to the event ring behind GET /v1/events (when the
@@ -332,33 +363,31 @@ void agent_volumes_changed(Agent *a);
 void agent_volumes_merge_statfs(Agent *a, json_object *list);
 /* The volume's API object, with what only the agent knows. */
 json_object *agent_volume_json(Agent *a, const VolumeObservation *v);
+/* The content pool p's dirs and the roots that may hold references to
+ * it, as the pool's tools (the sweep, the check) take them: --content
+ * DIR[,DIR...] --state-root DIR... from the record and the cached
+ * observation. Refused (-EBUSY, *ret_why) while a volume that may hold
+ * references is out of service: a reference nobody can see looks like
+ * none. Returns 0, -EBUSY, -ENOMEM. */
+int agent_content_pool_args(Agent *a, const Pool *p, char ***ret, char **ret_why);
 
 /* agent-capacity.c */
-/* The latest assessment of a volume, or NULL when it was never observed. */
-const VolumeAssessment *agent_capacity_assessment(Agent *a, const char *volume);
 /* Bytes placement may count on a volume beyond its free space: what growth
  * can still add (0 when it cannot grow). */
 uint64_t agent_capacity_growable(Agent *a, const VolumeObservation *v);
+/* GET /v1/capacity: per pool, its bytes and how many more workspaces
+ * really fit (capacity_pool_report over what the agent knows), and the
+ * host filesystem's room (docs/api.md). NULL: out of memory. */
+json_object *agent_capacity_json(Agent *a);
 
 /* agent-cgroups.c */
-/* A workspace's daemon runs (started, or re-adopted): into its scope. */
-void agent_cgroups_daemon_running(Agent *a, const char *id, pid_t pid);
-void agent_cgroups_forget(Agent *a, const char *id);
-/* {"enabled", "reason"} for /v1/status; a workspace's cgroup object (or
- * NULL when it has none); the layoutd_workspace_* cgroup families. */
-json_object *agent_cgroups_status_json(Agent *a);
+/* A workspace's cgroup object, or NULL when it has none. */
 json_object *agent_cgroups_workspace_json(Agent *a, const char *id);
 
 /* agent-gc.c */
-/* The pool's dirs and the roots that may hold references to it, as the
- * pool's tools take them: --content DIR[,DIR...] --state-root DIR...
- * Refused (-EBUSY, *ret_why) while a volume that may hold references is
- * out of service: a reference nobody can see looks like none. */
-int agent_gc_pool_args(Agent *a, const Pool *p, char ***ret, char **ret_why);
 /* POST /v1/gc: a sweep now (dry_run: report only). Returns 1 (op goes on)
  * or <0 with err set. */
 int agent_gc_run(Agent *a, bool dry_run, ApiOperation *op, ApiError *err);
-json_object *agent_gc_json(Agent *a);
 
 /* agent-check.c */
 /* POST /v1/check: the content pool's check now (every stub against the
@@ -382,7 +411,6 @@ uint64_t agent_content_missing(Agent *a, const char *volume, unsigned *ret_works
 int agent_daemon_stats_path(Agent *a, const char *id, char **ret);
 
 /* agent-workspaces.c */
-int agent_workspaces_start(Agent *a);
 int agent_workspace_spawn(Agent *a, const WorkspaceRecord *w);
 /* Why the workspace's daemon may not start now (its state volume or a
  * content shard out of service), worded into buf; NULL when it may. */

@@ -5,6 +5,7 @@
 #include <sys/statvfs.h>
 
 #include "observation.h"
+#include "quota.h"
 #include "util.h"
 
 void volume_observation_done(VolumeObservation *o) {
@@ -53,6 +54,19 @@ bool volume_observation_is_up(const VolumeObservation *o) {
     if (t && !t->has_device)
         return o->dir_exists && !o->mounted;
     return o->mounted_ours;
+}
+
+bool volume_observation_enforces_quota(const VolumeObservation *o) {
+    if (!o || !volume_observation_is_up(o) || !o->mount.options || !o->mount.fstype)
+        return false;
+    const char *opt = quota_mount_option(o->mount.fstype);
+    if (!opt)
+        return false;
+    size_t n = strlen(opt);
+    for (const char *p = o->mount.options; (p = strstr(p, opt)); p += n)
+        if ((p == o->mount.options || p[-1] == ',') && (p[n] == ',' || p[n] == 0))
+            return true;
+    return false;
 }
 
 const ProbeResult *volume_observation_fs_probe(const VolumeObservation *o) {

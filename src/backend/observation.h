@@ -128,6 +128,9 @@ VolumeObservation *observation_find_mut(Observation *o, const char *name);
 /* True when the volume is in service: mounted (its own device at its own
  * path), or for dir an existing directory. */
 bool volume_observation_is_up(const VolumeObservation *o);
+/* The volume is in service and mounted with its filesystem's project
+ * quota option (quota_mount_option): the kernel enforces quotas there. */
+bool volume_observation_enforces_quota(const VolumeObservation *o);
 /* The signature of the volume's filesystem (for vdo-xfs the XFS on the dm
  * node, else the storage's), or NULL when not probed. */
 const ProbeResult *volume_observation_fs_probe(const VolumeObservation *o);

@@ -6,10 +6,11 @@
  * to a judgement. How full a volume is (usage.c), what its health is and
  * what an operator should do about it (health.c), whether it should grow
  * now and by how much (growth.c), how much room the host has left for
- * growing and carving (host.c), where workspaces still fit (slots.c), and
- * the problems an operator must see (problems.c). Nothing here touches a device or keeps
- * state: the agent feeds in what only it knows (the flush probe, a grow in
- * flight) and acts on the answers. See docs/operations.md, "Capacity".
+ * growing and carving (host.c), where workspaces still fit (slots.c), what
+ * /v1/capacity reports of a pool (report.c), and the problems an operator
+ * must see (problems.c). Nothing here touches a device or keeps state: the
+ * agent feeds in what only it knows (the flush probe, a grow in flight)
+ * and acts on the answers. See docs/operations.md, "Capacity".
  */
 
 #include <stdbool.h>
@@ -163,6 +164,48 @@ bool capacity_volume_accepts(const Pool *p, const VolumeObservation *v, VolumeHe
  * "refused" or "host-space". */
 unsigned capacity_pool_carvable(const Pool *p, const Observation *obs, unsigned existing, unsigned refused,
                                 const char **ret_limit);
+
+/* ---- report.c ------------------------------------------------------------ */
+
+/* One declared volume of a pool, as the agent knows it. */
+typedef struct CapacityReportVolume {
+    const VolumeObservation *observation;
+    VolumeHealth health;
+    uint64_t growable;           /* what growth may still add (capacity_growable;
+                                    0 while growth is refused or failing) */
+    size_t workspaces;           /* workspaces placed on it (active or being created) */
+    uint64_t quota_bytes;        /* the quotas of its active workspaces */
+    bool quota_enforced;         /* mounted with project quotas enforced */
+} CapacityReportVolume;
+
+/* /v1/capacity's figures for one pool. The fields after growable_bytes
+ * are the state pool's (0 for the others). */
+typedef struct CapacityPoolReport {
+    unsigned volumes;
+    uint64_t size_bytes, used_bytes, free_bytes; /* of the measured volumes */
+    uint64_t growable_bytes;
+    unsigned volumes_accepting;  /* take a workspace now (capacity_volume_accepts, below the limit) */
+    unsigned refused_volumes;    /* indexes taken for good */
+    unsigned carvable_volumes;   /* capacity_pool_carvable */
+    const char *carvable_limit;  /* ... and what limits it (static) */
+    uint64_t carvable_bytes;
+    uint64_t workspaces;
+    uint64_t workspace_slots;    /* max_volumes x workspaces_per_volume */
+    uint64_t workspace_slots_free; /* on accepting volumes, and on the carvable ones */
+    uint64_t quota_bytes;        /* promised to workspaces */
+    uint64_t quota_bytes_free;   /* what the enforcing volumes may still promise
+                                    under quota_overcommit */
+} CapacityPoolReport;
+
+/*
+ * Sums pool p's n declared volumes into *ret: bytes, what growth may add,
+ * and for the state pool the workspaces' slots (a slot counts only on a
+ * volume that takes workspaces now, and on volumes yet to carve if the
+ * pool's limit, the `refused` indexes and the host filesystem's room in obs
+ * allow them) and the quotas. obs may be NULL.
+ */
+void capacity_pool_report(const Pool *p, const Observation *obs, const CapacityReportVolume *volumes, size_t n,
+                          unsigned refused, CapacityPoolReport *ret);
 
 /* ---- problems.c --------------------------------------------------------- */
 

@@ -433,6 +433,78 @@ static void test_slots(void **state) {
     assert_string_equal(limit, "max_volumes");
 }
 
+/* /v1/capacity's sums: bytes over measured volumes, slots only on volumes
+ * that accept, carvable volumes' slots, quota room only where enforced. */
+static void test_report(void **state) {
+    Pool p = pool(BACKEND_LOOP_XFS, GIB);
+    p.max_volumes = 4;
+    p.workspaces_per_volume = 3;
+    p.workspace_reserve = 100 * MIB;
+    p.quota_overcommit = 150;
+    VolumeObservation v[3] = { volume(GIB, 50, 10), volume(GIB, 95, 10), volume(GIB, 10, 10) };
+    v[2].has_statvfs = false; /* not measured: counted, not summed */
+    CapacityReportVolume in[3] = {
+        { .observation = &v[0], .health = VOLUME_HEALTH_OK, .growable = 0, .workspaces = 1,
+          .quota_bytes = GIB, .quota_enforced = true },
+        /* full, and growth cannot help: no slot */
+        { .observation = &v[1], .health = VOLUME_HEALTH_WARNING, .growable = 0, .workspaces = 0,
+          .quota_bytes = 2 * GIB, .quota_enforced = true },
+        { .observation = &v[2], .health = VOLUME_HEALTH_OK, .growable = 0, .workspaces = 2,
+          .quota_bytes = 0, .quota_enforced = true },
+    };
+    CapacityPoolReport r;
+    capacity_pool_report(&p, NULL, in, 3, 0, &r);
+    assert_int_equal(r.volumes, 3);
+    assert_int_equal(r.size_bytes, 2 * GIB);
+    assert_int_equal(r.used_bytes, v[0].fs_used + v[1].fs_used);
+    assert_int_equal(r.free_bytes, v[0].fs_avail + v[1].fs_avail);
+    assert_int_equal(r.workspaces, 3);
+    assert_int_equal(r.volumes_accepting, 1);
+    /* 2 free on v[0], and one volume to carve (4 - 3) of 3 */
+    assert_int_equal(r.carvable_volumes, 1);
+    assert_string_equal(r.carvable_limit, "max_volumes");
+    assert_int_equal(r.carvable_bytes, GIB);
+    assert_int_equal(r.workspace_slots, 12);
+    assert_int_equal(r.workspace_slots_free, 2 + 3);
+    /* 150 % of 1 GiB less 1 GiB; v[1] promised more than it may; v[2]
+     * unmeasured */
+    assert_int_equal(r.quota_bytes, 3 * GIB);
+    assert_int_equal(r.quota_bytes_free, GIB / 2);
+
+    /* growth: counts as free for a slot and as size for the quota room */
+    in[1].growable = GIB;
+    in[0].quota_enforced = false;
+    capacity_pool_report(&p, NULL, in, 3, 1, &r);
+    assert_int_equal(r.growable_bytes, GIB);
+    assert_int_equal(r.volumes_accepting, 2);
+    assert_int_equal(r.refused_volumes, 1);
+    assert_int_equal(r.carvable_volumes, 0);
+    assert_string_equal(r.carvable_limit, "refused");
+    assert_int_equal(r.workspace_slots_free, 2 + 3);
+    assert_int_equal(r.quota_bytes_free, GIB);
+    /* a full volume takes nothing, whatever its health */
+    in[0].workspaces = 3;
+    in[1].health = VOLUME_HEALTH_DEGRADED;
+    capacity_pool_report(&p, NULL, in, 3, 1, &r);
+    assert_int_equal(r.volumes_accepting, 0);
+    assert_int_equal(r.workspace_slots_free, 0);
+
+    /* other pools: bytes only */
+    Pool c = pool(BACKEND_LOOP_XFS, GIB);
+    c.role = POOL_CONTENT;
+    c.max_volumes = 4;
+    c.workspaces_per_volume = 3;
+    capacity_pool_report(&c, NULL, in, 2, 0, &r);
+    assert_int_equal(r.volumes, 2);
+    assert_int_equal(r.size_bytes, 2 * GIB);
+    assert_int_equal(r.growable_bytes, GIB);
+    assert_int_equal(r.workspaces, 0);
+    assert_int_equal(r.workspace_slots, 0);
+    assert_int_equal(r.workspace_slots_free, 0);
+    assert_int_equal(r.quota_bytes, 0);
+    assert_null(r.carvable_limit);
+}
+
 static json_object *problem(json_object *list, const char *code) {
     for (size_t i = 0; i < json_object_array_length(list); i++) {
         json_object *p = json_object_array_get_idx(list, i);
@@ -563,6 +635,7 @@ int main(void) {
         cmocka_unit_test(test_growth),
         cmocka_unit_test(test_health),
         cmocka_unit_test(test_slots),
+        cmocka_unit_test(test_report),
         cmocka_unit_test(test_problems),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
