@@ -285,6 +285,16 @@ static void quota_metrics(Agent *a, MetricsWriter *w) {
     }
 }
 
+/* A removed workspace's figures go (an id created again starts afresh). */
+static void quota_workspace_removed(Agent *a, const char *id) {
+    AgentQuota *q = a->quota;
+    QuotaEntry *e = entry_find(a, id);
+    if (!e)
+        return;
+    free(e->id);
+    *e = q->entries[--q->n];
+}
+
 static void quota_free(Agent *a) {
     AgentQuota *q = a->quota;
     if (!q)
@@ -303,6 +313,7 @@ static void quota_status_json(Agent *a, json_object *status) {
 const AgentModule agent_quota_module = {
     .name = "quota",
     .free = quota_free,
+    .workspace_removed = quota_workspace_removed,
     .metrics = quota_metrics,
     .status_json = quota_status_json,
 };

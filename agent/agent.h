@@ -229,8 +229,9 @@ json_object *agent_quota_workspace_json(Agent *a, const WorkspaceRecord *w);
 /* The volume is mounted with project quotas enforced (the cached
  * observation's mount options). */
 bool agent_quota_volume_enforces(Agent *a, const char *volume);
-/* 1 when the workspace uses 90 % or more of its quota (*ret_used,
- * *ret_limit set), else 0. */
+/* Sets *ret_used and *ret_limit from the latest read when the workspace
+ * has a quota and its usage is known (else leaves them); returns 1 when
+ * it uses 90 % or more of it, else 0. */
 int agent_quota_problems(Agent *a, const WorkspaceRecord *w, uint64_t *ret_used, uint64_t *ret_limit);
 /* Changes a workspace's quota online (a worker job); op ends with the
  * workspace. Returns: 1 (under way), -ENOENT, -EOPNOTSUPP (501: cannot be

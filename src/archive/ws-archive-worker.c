@@ -45,6 +45,7 @@ int ws_archive_export_main(const char *root, const char *meta_json, int fd) {
     json_object_object_add(res, "files", json_object_new_uint64(stats.files));
     json_object_object_add(res, "bytes", json_object_new_uint64(stats.bytes));
     json_object_object_add(res, "changed", json_object_new_uint64(stats.changed));
+    json_object_object_add(res, "skipped", json_object_new_uint64(stats.skipped));
     printf("%s\n", json_object_to_json_string_ext(res, JSON_C_TO_STRING_PLAIN));
     if (r < 0 && message)
         fprintf(stderr, "export-worker: %s\n", message);

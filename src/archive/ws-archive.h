@@ -43,6 +43,7 @@ typedef struct WsArchiveStats {
     uint64_t files;        /* regular files with data */
     uint64_t bytes;        /* their data */
     uint64_t changed;      /* export: files whose size changed while being read */
+    uint64_t skipped;      /* export: sockets, which tar cannot hold */
 } WsArchiveStats;
 
 /*

@@ -438,7 +438,9 @@ static int op_workspace_dir(WorkerRun *w) {
     if (!volume || !id)
         return -EINVAL;
     json_object *v;
-    PlaceQuota q = { .clear_limit = arg_bool(w->args, "reclaim") };
+    /* Always set the limit, 0 included: a project id may be one a
+     * destroyed workspace had, and XFS keeps a project's limit. */
+    PlaceQuota q = { .clear_limit = true };
     if (json_object_object_get_ex(w->args, "project_id", &v))
         q.project_id = (uint32_t) json_object_get_uint64(v);
     if (json_object_object_get_ex(w->args, "quota", &v))

@@ -192,8 +192,7 @@ static json_object *pool_to_json(Out *o, const Pool *p) {
     if (p->role == POOL_STATE) {
         add_str(o, j, "placement", placement_policy_to_string(p->placement));
         add_bool(o, j, "tenant_isolation", p->tenant_isolation);
-        if (p->role == POOL_STATE)
-            add_percent(o, j, "quota_overcommit", p->quota_overcommit);
+        add_percent(o, j, "quota_overcommit", p->quota_overcommit);
         add_size(o, j, "workspace_reserve", p->workspace_reserve);
         /* Not for a filesystem without an inode count (btrfs), where the
          * key is refused: the output must parse back. */

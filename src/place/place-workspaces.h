@@ -91,8 +91,9 @@ typedef struct PlaceContext {
 } PlaceContext;
 
 /* A workspace directory's project quota: its project id (0: none) and
- * limit (0: none; clear_limit: remove one set before, as a reclaim may
- * find). */
+ * limit (0: none; clear_limit: remove one set before, which a reclaim may
+ * find, and a fresh create too: project ids are reused once the highest
+ * one's workspace is destroyed, and XFS keeps a project's limit). */
 typedef struct PlaceQuota {
     uint32_t project_id;
     uint64_t limit_bytes;

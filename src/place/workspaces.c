@@ -590,7 +590,7 @@ int place_workspace_create_on(PlaceContext *c, const PlaceCreateRequest *req, co
     if (r < 0)
         return r;
     bool created = false;
-    PlaceQuota q = { .project_id = w->project_id, .limit_bytes = w->quota, .clear_limit = req->reclaim };
+    PlaceQuota q = { .project_id = w->project_id, .limit_bytes = w->quota, .clear_limit = true };
     r = place_workspace_make_dir(c->layout, volume, req->id, req->reclaim, &q, &created, error);
     if (r < 0) {
         place_workspace_abandon(c, req->id, !req->reclaim);

@@ -3,7 +3,8 @@
 # CONFIG_XFS_QUOTA): /v1/status says so and why, a create or a change with
 # a quota is refused with 501 and the reason, nothing is created half-way,
 # and a workspace without a quota works as before, with a project id. The
-# enforcing path (EDQUOT at the limit, the neighbour writing on) is proven
+# enforcing path (ENOSPC at the limit: XFS reports a project quota so;
+# the neighbour writing on) is proven
 # in the VM suite: tests/vm/guest/40-quota.sh.
 TEST_NAME=agent-quota
 . "$LAYOUTD_TESTS/lib/common.sh"

@@ -2,7 +2,7 @@
 # quotas; the CI host's has not, where tests/agent/test-agent-quota.sh
 # proves the refusal): a loop-xfs state volume mounted with prjquota, two
 # workspaces on it, one with a 64 MiB quota. Its usage and the 90 % alert
-# show up; its writer hits EDQUOT at the limit while its neighbour on the
+# show up; its writer hits the limit while its neighbour on the
 # same volume keeps writing; `layoutctl quota` raises the limit online and
 # the writer goes on. The packaged agent and daemon, the real socket.
 # XFS reports a project quota's limit as ENOSPC, not EDQUOT (a project is
