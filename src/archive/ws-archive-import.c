@@ -195,8 +195,9 @@ int ws_archive_extract(WsArchiveReader *r, const char *dest, json_object **ret_m
             goto out;
         }
         if (s == ARCHIVE_WARN) {
-            /* An xattr, owner or time the destination would not take:
-             * data kept, and the check against the manifest decides. */
+            /* An xattr, owner or mode the destination would not take: the
+             * manifest does not hash those, so nothing later would notice.
+             * The import fails (and is removed) instead. */
             k = say(ret_message, -EIO, "cannot restore all of %s: %s", p, archive_error_string(disk) ?: "error");
             goto out;
         }
@@ -223,9 +224,13 @@ int ws_archive_extract(WsArchiveReader *r, const char *dest, json_object **ret_m
             }
             st.files++;
         }
-        if (archive_write_finish_entry(disk) < ARCHIVE_WARN) {
+        /* libarchive restores owners, modes, xattrs and times here, and
+         * says ARCHIVE_WARN when one did not take: a failure too. */
+        s = archive_write_finish_entry(disk);
+        if (s != ARCHIVE_OK) {
             int e2 = archive_errno(disk);
-            k = say(ret_message, e2 > 0 ? -e2 : -EIO, "cannot finish %s: %s", p, archive_error_string(disk) ?: "error");
+            k = say(ret_message, e2 > 0 ? -e2 : -EIO, "cannot %s %s: %s", s == ARCHIVE_WARN ? "restore all of" : "finish",
+                    p, archive_error_string(disk) ?: "error");
             goto out;
         }
     }
