@@ -106,21 +106,13 @@ static void on_export_cancel(void *userdata) {
 }
 
 static json_object *export_meta(const WorkspaceRecord *w) {
-    json_object *o = json_object_new_object(), *labels = json_object_new_object();
+    json_object *o = json_object_new_object();
     char host[256] = "";
     (void) gethostname(host, sizeof host - 1);
     json_object_object_add(o, "id", json_object_new_string(w->id));
     json_object_object_add(o, "tenant", w->tenant ? json_object_new_string(w->tenant) : NULL);
     json_object_object_add(o, "quota_bytes", json_object_new_uint64(w->quota));
-    for (char **l = w->labels; l && *l; l++) {
-        const char *eq = strchr(*l, '=');
-        if (!eq)
-            continue;
-        _cleanup_free_ char *k = strndup(*l, (size_t) (eq - *l));
-        if (k)
-            json_object_object_add(labels, k, json_object_new_string(eq + 1));
-    }
-    json_object_object_add(o, "labels", labels);
+    json_object_object_add(o, "labels", agent_labels_json(w->labels));
     json_object_object_add(o, "created_at", json_object_new_int64((int64_t) (w->created_at / USEC_PER_SEC)));
     json_object_object_add(o, "exported_at",
                            json_object_new_int64((int64_t) (now_usec(CLOCK_REALTIME) / USEC_PER_SEC)));

@@ -1206,6 +1206,19 @@ int agent_workspace_restart(Agent *a, const char *id, ApiOperation *op, ApiError
 
 /* ---- the workspace's API object -------------------------------------------- */
 
+json_object *agent_labels_json(char *const *labels) {
+    json_object *o = json_object_new_object();
+    for (char *const *l = labels; o && l && *l; l++) {
+        const char *eq = strchr(*l, '=');
+        if (!eq)
+            continue;
+        _cleanup_free_ char *k = strndup(*l, (size_t) (eq - *l));
+        if (k)
+            json_object_object_add(o, k, json_object_new_string(eq + 1));
+    }
+    return o;
+}
+
 json_object *agent_workspace_json(Agent *a, const WorkspaceRecord *w) {
     StateRecord *record = agent_record(a);
     json_object *o = json_object_new_object();
@@ -1222,16 +1235,7 @@ json_object *agent_workspace_json(Agent *a, const WorkspaceRecord *w) {
     J_ADD("cgroup", agent_cgroups_workspace_json(a, w->id));
     J_ADD("state_dir", JSTR(w->state_dir));
     J_ADD("mountpoint", JSTR(w->mountpoint));
-    json_object *labels = json_object_new_object();
-    for (char **l = w->labels; l && *l; l++) {
-        const char *eq = strchr(*l, '=');
-        if (!eq)
-            continue;
-        _cleanup_free_ char *k = strndup(*l, (size_t) (eq - *l));
-        if (k)
-            json_object_object_add(labels, k, json_object_new_string(eq + 1));
-    }
-    J_ADD("labels", labels);
+    J_ADD("labels", agent_labels_json(w->labels));
     /* Flush scope: every active workspace sharing the volume, itself too. */
     json_object *neigh = json_object_new_array();
     size_t scope = 0;

@@ -426,6 +426,8 @@ extern const SupervisorCallbacks agent_supervisor_callbacks;
 int agent_workspace_create(Agent *a, const ApiWorkspaceRequest *req, ApiOperation *op, ApiError *err);
 int agent_workspace_remove(Agent *a, const char *id, bool destroy, ApiOperation *op, ApiError *err);
 int agent_workspace_restart(Agent *a, const char *id, ApiOperation *op, ApiError *err);
+/* A workspace's "key=value" labels (strv, may be NULL) as a JSON object. */
+json_object *agent_labels_json(char *const *labels);
 /* The workspace's API object. */
 json_object *agent_workspace_json(Agent *a, const WorkspaceRecord *w);
 
