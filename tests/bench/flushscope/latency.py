@@ -16,6 +16,13 @@ invocation, order shuffled per (N, H, rate):
   layoutd-b3-prealloc  as layoutd-b3, preallocate: true (both pools)
   solo                 as layoutd-b3, the heavy workspaces exist but idle
 
+and, only when named in --arms (they need a cpu cgroup controller):
+
+  layoutd-b3-cpugroups         as layoutd-b3, a CPU cgroup per workspace
+                               (daemon and writer), equal weight
+  layoutd-b3-cpugroups-daemon  the same with only the daemons grouped
+  shared-cpugroups             as shared, with the same CPU cgroups
+
   latency.py run --work DIR --build BUILD --out OUT [--configs 21:3,9:1] [--rates 30,150]
                  [--duration 40] [--arms ...] [--seed S]
   latency.py report --out OUT
@@ -39,6 +46,7 @@ sys.dont_write_bytecode = True
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import sampler  # noqa: E402
 from arms import WSCAP  # noqa: E402
+from cpugroups import CpuGroups  # noqa: E402
 from flushscope import Agent, Stop, api, cleanup_below, loadavg, loops_below, on_signal, poll, root_disk, sh  # noqa: E402
 
 ARMS = {
@@ -50,8 +58,19 @@ ARMS = {
     "layoutd-b3-prealloc": dict(storage="volumes", prealloc=True,
                                 doc="as layoutd-b3, preallocate: true (backing files fallocated at carve)"),
     "solo": dict(storage="volumes", solo=True, doc="as layoutd-b3, the heavy workspaces idle (the reference)"),
+    "layoutd-b3-cpugroups": dict(storage="volumes", cpugroups="all",
+                                 doc="as layoutd-b3, each workspace's daemon and writer in a CPU cgroup of "
+                                     "its own, equal weight (cpugroups.py)"),
+    "layoutd-b3-cpugroups-daemon": dict(storage="volumes", cpugroups="daemon",
+                                        doc="as layoutd-b3, only the daemons in a CPU cgroup each (what the "
+                                            "agent's per-daemon scopes give without the harness's help)"),
+    "shared-cpugroups": dict(storage="shared", cpugroups="all",
+                             doc="as shared, with layoutd-b3-cpugroups' CPU cgroups"),
 }
-ORDER = list(ARMS)
+# Not in a default run: cgroups are a host property, and these arms need
+# root and a cpu controller (v1 or v2). Name them in --arms.
+OPTIONAL = {"layoutd-b3-cpugroups", "layoutd-b3-cpugroups-daemon", "shared-cpugroups"}
+ORDER = [a for a in ARMS if a not in OPTIONAL]
 BOUND = 3
 KEEP_BYTES = 256 << 20   # a heavy workspace keeps its last 256 MiB of files
 PCTS = (50, 95, 99, 99.9)
@@ -165,7 +184,7 @@ def run_arm(c, n, h, rate_mb, arm, order):
         f.write(layout_yaml(c, root, spec, n, h, rate_mb))
     rec = {"n": n, "h": h, "rate_MBps": rate_mb if not spec.get("solo") else 0, "arm": arm, "order": order,
            "duration_s": c.duration, "ok": False, "error": None, "wall_start": time.time()}
-    agent, ws = None, []
+    agent, ws, groups = None, [], None
     try:
         t = time.monotonic()
         agent = Agent(c, root, layout)
@@ -173,6 +192,11 @@ def run_arm(c, n, h, rate_mb, arm, order):
         rec["carve_s"] = round(time.monotonic() - t, 3)
         rec["volumes"] = [{k: v.get(k) for k in ("name", "backend", "device", "direct_io")} for v in vols]
         ws = start(c, agent, n)
+        if spec.get("cpugroups"):
+            groups = CpuGroups(f"layoutd-iso-{os.getpid()}")
+            for w in ws:
+                groups.move(w["id"], w["daemon"]["pid"])
+            rec["cpugroups"] = groups.describe() + f", members: {spec['cpugroups']}"
         heavy = {w["id"] for w in ws[:h]}
         hv = {w["volume"] for w in ws if w["id"] in heavy}
         rec["placement"] = {w["id"]: {"volume": w["volume"], "role": "heavy" if w["id"] in heavy else "quiet",
@@ -200,7 +224,12 @@ def run_arm(c, n, h, rate_mb, arm, order):
                    "--period-ms", str(c.period_ms), "--keep-bytes", str(KEEP_BYTES)]
             if role == "heavy":
                 cmd += ["--rate", str(int(rate_mb * 1e6))]
-            procs.append((w["id"], subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)))
+            p = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+            procs.append((w["id"], p))
+            if spec.get("cpugroups") == "all":
+                # Before start_at (at least a second away): the writer only
+                # sleeps until then.
+                groups.move(w["id"], p.pid)
         res = []
         deadline = time.monotonic() + c.duration + 120
         for wid, p in procs:
@@ -265,6 +294,8 @@ def run_arm(c, n, h, rate_mb, arm, order):
                             rec["ok"], rec["error"] = False, rec["error"] or "daemon leaked"
                 except OSError:
                     pass
+        if groups:
+            groups.close()
         sh([c.layoutctl, "teardown", "--layout", layout, "--destroy-data"], check=False)
         cleanup_below(root)
         shutil.rmtree(root, ignore_errors=True)
@@ -324,7 +355,8 @@ def report(out):
     for r in recs:
         summarize(r)  # from the raw lines: a changed summary re-derives old runs
     rows = []
-    for r in sorted(recs, key=lambda r: (-r["n"], r["rate_MBps"], ORDER.index(r["arm"]) if r["arm"] in ORDER else 99)):
+    rank = {a: i for i, a in enumerate(ARMS)}
+    for r in sorted(recs, key=lambda r: (-r["n"], r["rate_MBps"], rank.get(r["arm"], 99))):
         s = r.get("summary") or {}
         got = s.get("heavy_got_MBps") or []
         rows.append([r["n"], r["h"], r["rate_MBps"], r["arm"] + ("" if r["ok"] else " (FAILED)"),
@@ -423,7 +455,7 @@ def cmd_run(a):
     arms = a.arms.split(",") if a.arms else ORDER
     for x in arms:
         if x not in ARMS:
-            sys.exit(f"unknown arm {x}; arms: {', '.join(ORDER)}")
+            sys.exit(f"unknown arm {x}; arms: {', '.join(ARMS)}")
     os.makedirs(a.out, exist_ok=True)
     meta = {"configs": configs, "rates_MBps": rates, "arms": arms, "duration_s": a.duration, "seed": a.seed,
             "period_ms": a.period_ms, "arm_doc": {k: v["doc"] for k, v in ARMS.items()}, "wscap": WSCAP,
@@ -468,7 +500,7 @@ def main():
     r.add_argument("--rates", default="30,150", help="heavy target MB/s per heavy workspace")
     r.add_argument("--duration", type=float, default=40)
     r.add_argument("--period-ms", type=float, default=1000)
-    r.add_argument("--arms", help=f"comma-separated subset of {','.join(ORDER)}")
+    r.add_argument("--arms", help=f"comma-separated subset of {','.join(ARMS)} (default: {','.join(ORDER)})")
     r.add_argument("--seed", type=int, default=1)
     q = sub.add_parser("report")
     q.add_argument("--out", required=True)
