@@ -45,7 +45,7 @@ check() {
     assert_eq None "$(wb "$1" error)" "$4: no error"
 }
 check w1 7 0 "a new daemon"
-dd if=/dev/zero of="$WORK/mnt/w1/big" bs=1M count=64 conv=fsync status=none || fail "cannot write through w1"
+dd if=/dev/zero of="$WORK/mnt/w1/big" bs=1M count=8 conv=fsync status=none || fail "cannot write through w1"
 
 # A restart: a new mount with a new bdi that starts at the kernel's 1 %.
 pid=$(jget "$(api GET /v1/workspaces/w1)" "d['daemon']['pid']")

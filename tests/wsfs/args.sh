@@ -61,7 +61,9 @@ grep -q "cas-threshold=1048576" "$WORK/ok/log" || fail "1MiB not parsed: $(cat "
 # session's and at least the first worker's clone), and it serves.
 fuse_fds() { local n=0 f; for f in /proc/"$1"/fd/*; do [ "$(readlink "$f")" = /dev/fuse ] && n=$((n + 1)); done; echo "$n"; }
 wsfs_start cfd --clone-fd=on --threads=4
-for i in $(seq 1 16); do echo "f$i" >"$WORK/cfd/mnt/f$i" & done; wait
+writers=()
+for i in $(seq 1 16); do echo "f$i" >"$WORK/cfd/mnt/f$i" & writers+=($!); done
+wait "${writers[@]}" # (not the daemon: a bare wait would wait for it too)
 for i in $(seq 1 16); do assert_eq "f$i" "$(cat "$WORK/cfd/mnt/f$i")" "f$i through --clone-fd=on"; done
 [ "$(fuse_fds "$WSFS_PID")" -ge 2 ] || fail "--clone-fd=on: $(fuse_fds "$WSFS_PID") /dev/fuse fd(s), expected a clone per thread"
 wsfs_stop cfd "$WSFS_PID"
