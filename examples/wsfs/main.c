@@ -34,6 +34,7 @@ typedef struct Args {
     const char *profile;
     int writeback, splice, xattrs; /* -1: the profile's */
     int negative, flush, cache_symlinks, parallel_dirops, keep_cache, readdirplus; /* -1: the profile's */
+    int clone_fd;                  /* -1: the profile's */
     double timeout;                /* <0: the profile's */
 } Args;
 
@@ -56,6 +57,7 @@ static void usage(FILE *f) {
             "  --batch-ms=N             ... or N ms after its first record (default 50)\n"
             "  --threads=N|auto         FUSE worker threads (default auto: one per CPU, at least 2;\n"
             "                           1: the single-threaded loop)\n"
+            "  --clone-fd=on|off        one /dev/fuse fd per worker thread (default off; needs --threads > 1)\n"
             "  --fd-cache=N             fds held for files at most: cached + open (default 1024)\n"
             "  --profile=NAME           default | published (1 thread, no writeback cache, no splice,\n"
             "                           1 s timeouts: the published engine, for benchmarks)\n"
@@ -108,7 +110,7 @@ static int parse_bool(const char *s) {
 static int parse_args(int argc, char **argv, Args *a) {
     enum { O_STATE = 256, O_CONTENT, O_COMMIT, O_BREC, O_BMS, O_THREADS, O_CAS, O_STATS, O_FG, O_HELP,
            O_FDCACHE, O_PROFILE, O_WB, O_SPLICE, O_TIMEOUT, O_XATTRS, O_SHARE, O_NEG, O_FLUSH, O_CSYM, O_PDIR,
-           O_KEEP, O_RDP };
+           O_KEEP, O_RDP, O_CLONEFD };
     static const struct option opts[] = {
         { "state", required_argument, NULL, O_STATE },
         { "content", required_argument, NULL, O_CONTENT },
@@ -132,6 +134,7 @@ static int parse_args(int argc, char **argv, Args *a) {
         { "parallel-dirops", required_argument, NULL, O_PDIR },
         { "keep-cache", required_argument, NULL, O_KEEP },
         { "readdirplus", required_argument, NULL, O_RDP },
+        { "clone-fd", required_argument, NULL, O_CLONEFD },
         { "help", no_argument, NULL, O_HELP },
         {},
     };
@@ -141,7 +144,7 @@ static int parse_args(int argc, char **argv, Args *a) {
                   .cas_threshold = 64 * KIB, .fd_cache = 1024, .profile = "default",
                   .writeback = -1, .splice = -1, .xattrs = 0, .timeout = -1, .pool_share = UINT64_MAX,
                   .negative = -1, .flush = -1, .cache_symlinks = -1, .parallel_dirops = -1, .keep_cache = -1,
-                  .readdirplus = -1 };
+                  .readdirplus = -1, .clone_fd = -1 };
     while ((c = getopt_long(argc, argv, "fdo:h", opts, NULL)) >= 0) {
         switch (c) {
         case O_STATE:
@@ -201,11 +204,12 @@ static int parse_args(int argc, char **argv, Args *a) {
         case O_FLUSH:
         case O_CSYM:
         case O_PDIR:
-        case O_KEEP: {
+        case O_KEEP:
+        case O_CLONEFD: {
             int *v = c == O_NEG ? &a->negative : c == O_FLUSH ? &a->flush : c == O_CSYM ? &a->cache_symlinks
-                     : c == O_PDIR ? &a->parallel_dirops : &a->keep_cache;
+                     : c == O_PDIR ? &a->parallel_dirops : c == O_KEEP ? &a->keep_cache : &a->clone_fd;
             const char *name = c == O_NEG ? "negative-entries" : c == O_FLUSH ? "flush" : c == O_CSYM ? "cache-symlinks"
-                               : c == O_PDIR ? "parallel-dirops" : "keep-cache";
+                               : c == O_PDIR ? "parallel-dirops" : c == O_KEEP ? "keep-cache" : "clone-fd";
             if ((*v = parse_bool(optarg)) < 0)
                 return BAD("--%s: '%s' is not on or off", name, optarg);
             break;
@@ -290,6 +294,14 @@ static int parse_args(int argc, char **argv, Args *a) {
         a->parallel_dirops = 1;
     if (a->readdirplus < 0)
         a->readdirplus = 2;
+    /* One fd per thread lets each thread's reads of /dev/fuse wait on
+     * their own queue instead of all of them on one; measured in
+     * examples/wsfs/README.md ("Choices, measured") before any default
+     * changes. The single-threaded loop has one fd anyway. */
+    if (a->clone_fd < 0)
+        a->clone_fd = 0;
+    if (a->clone_fd && a->threads == 1)
+        return BAD("--clone-fd=on needs more than one thread (--threads)");
 
     /* The agent says where it reads the counters (it cannot add options to
      * the layout's command); an explicit --stats-file wins. */
@@ -492,13 +504,13 @@ int main(int argc, char **argv) {
     fprintf(stderr, "layoutd-wsfs: serving %s at %s (commit=%s batch=%" PRIu64 "/%" PRIu64 "ms threads=%" PRIu64
             " shards=%zu cas-threshold=%" PRIu64 " profile=%s fd-cache=%" PRIu64 " writeback-cache=%s splice=%s"
             " timeout=%g xattrs=%s pool-share=%s negative-entries=%s flush=%s cache-symlinks=%s"
-            " parallel-dirops=%s keep-cache=%s readdirplus=%s)\n",
+            " parallel-dirops=%s keep-cache=%s readdirplus=%s clone-fd=%s)\n",
             a.state, a.mountpoint, commit_mode_to_string(a.mode), a.batch_records, a.batch_ms, a.threads,
             pool.n_shards, a.cas_threshold, a.profile, a.fd_cache, a.writeback ? "on" : "off",
             a.splice ? "on" : "off", a.timeout, a.xattrs ? "on" : "off", share,
             a.negative ? "on" : "off", a.flush ? "on" : "off", a.cache_symlinks ? "on" : "off",
             a.parallel_dirops ? "on" : "off", a.keep_cache ? "on" : "off",
-            a.readdirplus == 2 ? "auto" : a.readdirplus ? "always" : "off");
+            a.readdirplus == 2 ? "auto" : a.readdirplus ? "always" : "off", a.clone_fd ? "on" : "off");
 
     if (a.threads == 1)
         r = fuse_session_loop(se);
@@ -506,7 +518,7 @@ int main(int argc, char **argv) {
         struct fuse_loop_config *lc = fuse_loop_cfg_create();
         fuse_loop_cfg_set_max_threads(lc, a.threads);
         fuse_loop_cfg_set_idle_threads(lc, a.threads);
-        fuse_loop_cfg_set_clone_fd(lc, 0);
+        fuse_loop_cfg_set_clone_fd(lc, (unsigned) a.clone_fd);
         r = fuse_session_loop_mt(se, lc);
         fuse_loop_cfg_destroy(lc);
     }

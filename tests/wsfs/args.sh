@@ -33,6 +33,8 @@ expect_fail "--commit: 'fsync' is not one of syncfs, fdatasync, none" -- --commi
 expect_fail "--batch-records" -- --batch-records=0 "${S[@]}" "${C[@]}" "$WORK/mnt"
 expect_fail "--batch-ms" -- --batch-ms=-5 "${S[@]}" "${C[@]}" "$WORK/mnt"
 expect_fail "--threads" -- --threads=many "${S[@]}" "${C[@]}" "$WORK/mnt"
+expect_fail "--clone-fd: 'x' is not on or off" -- --clone-fd=x "${S[@]}" "${C[@]}" "$WORK/mnt"
+expect_fail "--clone-fd=on needs more than one thread" -- --clone-fd=on --threads=1 "${S[@]}" "${C[@]}" "$WORK/mnt"
 expect_fail "--cas-threshold" -- --cas-threshold=12X "${S[@]}" "${C[@]}" "$WORK/mnt"
 expect_fail "unrecognized option" -- --bogus "${S[@]}" "${C[@]}" "$WORK/mnt"
 expect_fail "LAYOUTD_SHARDS=3 does not match the 1 content dir" LAYOUTD_SHARDS=3 -- "${S[@]}" "${C[@]}" "$WORK/mnt"
@@ -54,6 +56,21 @@ LAYOUTD_SHARDS=1 wsfs_start ok --cas-threshold=1MiB --batch-ms=0 --foreground
 echo x > "$WORK/ok/mnt/x"
 wsfs_stop ok "$WSFS_PID"
 grep -q "cas-threshold=1048576" "$WORK/ok/log" || fail "1MiB not parsed: $(cat "$WORK/ok/log")"
+
+# --clone-fd=on: each worker thread reads its own /dev/fuse fd (the
+# session's and at least the first worker's clone), and it serves.
+fuse_fds() { local n=0 f; for f in /proc/"$1"/fd/*; do [ "$(readlink "$f")" = /dev/fuse ] && n=$((n + 1)); done; echo "$n"; }
+wsfs_start cfd --clone-fd=on --threads=4
+writers=()
+for i in $(seq 1 16); do echo "f$i" >"$WORK/cfd/mnt/f$i" & writers+=($!); done
+wait "${writers[@]}" # (not the daemon: a bare wait would wait for it too)
+for i in $(seq 1 16); do assert_eq "f$i" "$(cat "$WORK/cfd/mnt/f$i")" "f$i through --clone-fd=on"; done
+[ "$(fuse_fds "$WSFS_PID")" -ge 2 ] || fail "--clone-fd=on: $(fuse_fds "$WSFS_PID") /dev/fuse fd(s), expected a clone per thread"
+wsfs_stop cfd "$WSFS_PID"
+grep -q "threads=4 .*clone-fd=on" "$WORK/cfd/log" || fail "--clone-fd=on not in the banner: $(cat "$WORK/cfd/log")"
+wsfs_start nocfd
+assert_eq 1 "$(fuse_fds "$WSFS_PID")" "/dev/fuse fds without --clone-fd"
+wsfs_stop nocfd "$WSFS_PID"
 
 # Without --content (a layout without a content pool): it serves, and a
 # file above the CAS threshold stays whole in the state dir.

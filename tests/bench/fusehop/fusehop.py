@@ -13,6 +13,12 @@ each over the same loop-ext4 volume (direct-I/O loop, as layoutd carves):
           no durability asked (wsfs --commit=none), so the hop alone
   fio     seq write, seq read, rand write, 70/30 randrw, fsync-heavy
   stream  32 MiB in 1 KiB write(2)s, then fsync (fusehop-stream)
+  bigwrite  one large file per workspace in 1 MiB write(2)s, then fsync,
+          in N workspaces at once (fusehop-stream --bs 1MiB): what the
+          FUSE mount's dirty limit (its bdi: max_ratio 1 % and
+          strict_limit for a new mount) costs a streaming writer; the
+          *-bdi* arms set the bdi after the mount, as the agent does
+          (layout key workspace.writeback)
   reqs    FUSE requests per file (wsfs arms only, N=1): files created as
           an installer does (stat of the missing name, create, write,
           close; a symlink per package dir), read as a resolver does (cold
@@ -30,7 +36,8 @@ never retried, and makes the exit status 1. Nothing asserts time.
 
   fusehop.py run --work DIR --build BUILD --out OUT [--profile smoke|full]
                  [--arms a,b,...] [--repeats N] [--ns 1,6] [--files F]
-                 [--kinds small,fio,stream,reqs] [--wsfs-base PATH]
+                 [--kinds small,fio,stream,reqs,bigwrite] [--wsfs-base PATH]
+                 [--bigwrite-size BYTES]
 
 --wsfs-base names another layoutd-wsfs binary (e.g. one built from an
 older commit) for the arm "wsfs-base": the before of a before/after.
@@ -64,6 +71,17 @@ ARMS = {
     "wsfs-nocas": ("wsfs", ["--commit=none", "--cas-threshold=0"]),
     "wsfs-xattrs": ("wsfs", ["--commit=none", "--xattrs"]),
     "ptll-wb": ("ptll", ["-o", "writeback"]),
+    # One /dev/fuse fd per worker thread (libfuse's clone_fd), and the
+    # thread count with it (issue 20, direction 5).
+    "wsfs-clonefd": ("wsfs", ["--commit=none", "--clone-fd=on"]),
+    "wsfs-t4-clonefd": ("wsfs", ["--commit=none", "--threads=4", "--clone-fd=on"]),
+    "wsfs-t8": ("wsfs", ["--commit=none", "--threads=8"]),
+    # The FUSE mount's dirty limit (issue 20, direction 4): the default
+    # daemon with its bdi set after the mount (ARM_BDI).
+    "wsfs-bdi7": ("wsfs", ["--commit=none"]),
+    "wsfs-bdi1g": ("wsfs", ["--commit=none"]),
+    "wsfs-bdi7-nostrict": ("wsfs", ["--commit=none"]),
+    "ptll-wb-bdi7": ("ptll", ["-o", "writeback"]),
     # Fewer requests per file (README, "Choices, measured"): each cut off
     # alone, and all of them off (the daemon as it was before them).
     "wsfs-noneg": ("wsfs", ["--commit=none", "--negative-entries=off"]),
@@ -78,10 +96,23 @@ ARMS = {
     "wsfs-base": ("wsfs-base", ["--commit=none"]),
 }
 DEFAULT_ARMS = ["native", "passthrough_ll", "wsfs", "wsfs-published"]
+# /sys/class/bdi/<the mount's st_dev>/ knobs an arm writes once its daemon
+# has mounted, in this order (max_bytes after max_ratio: writing one
+# recomputes the other). An arm not listed keeps the kernel's: max_ratio 1,
+# strict_limit 1 for a FUSE mount.
+ARM_BDI = {
+    "wsfs-bdi7": [("max_ratio", 7)],
+    "wsfs-bdi1g": [("max_bytes", 1 << 30)],
+    "wsfs-bdi7-nostrict": [("max_ratio", 7), ("strict_limit", 0)],
+    "ptll-wb-bdi7": [("max_ratio", 7)],
+}
+BDI_KNOBS = ("max_ratio", "max_bytes", "strict_limit")
 PROFILES = {
     # A few minutes on the 2-core CI machine: correctness, not numbers.
-    "smoke": dict(ns=[1, 6], repeats=1, files=150, fio_size="16M", fio_runtime=1, stream=8 << 20),
-    "full": dict(ns=[1, 6], repeats=5, files=1500, fio_size="256M", fio_runtime=5, stream=32 << 20),
+    "smoke": dict(ns=[1, 6], repeats=1, files=150, fio_size="16M", fio_runtime=1, stream=8 << 20,
+                  bigwrite=128 << 20),
+    "full": dict(ns=[1, 6], repeats=5, files=1500, fio_size="256M", fio_runtime=5, stream=32 << 20,
+                 bigwrite=512 << 20),
 }
 FIO_JOBS = [
     ("seqwrite", ["--rw=write", "--bs=1M", "--end_fsync=1"]),
@@ -176,8 +207,30 @@ class Volume:
 
 # ---------------------------------------------------------------- daemons
 
+def bdi_dir(mnt):
+    d = os.stat(mnt).st_dev
+    return f"/sys/class/bdi/{os.major(d)}:{os.minor(d)}"
+
+
+def bdi_read(mnt):
+    out = {}
+    for k in BDI_KNOBS:
+        try:
+            with open(f"{bdi_dir(mnt)}/{k}") as f:
+                out[k] = int(f.read().strip())
+        except (OSError, ValueError):
+            pass
+    return out
+
+
+def bdi_set(mnt, knobs):
+    for k, v in knobs:
+        with open(f"{bdi_dir(mnt)}/{k}", "w") as f:
+            f.write(f"{v}\n")
+
+
 class Daemon:
-    def __init__(self, c, kind, opts, state, mnt, content, stats):
+    def __init__(self, c, kind, opts, state, mnt, content, stats, bdi=None):
         self.kind, self.mnt, self.stats = kind, mnt, stats
         if kind in ("wsfs", "wsfs-base"):
             cmd = [c.wsfs if kind == "wsfs" else c.wsfs_base, "--state", state, "--content", content,
@@ -190,6 +243,9 @@ class Daemon:
         wait_for(lambda: self.p.poll() is not None or is_fuse_mount(mnt), 15, f"{kind} at {mnt}")
         if self.p.poll() is not None:
             raise RuntimeError(f"{kind} exited with {self.p.returncode} (see {mnt}.log)")
+        if bdi:
+            bdi_set(mnt, bdi)
+        self.bdi = bdi_read(mnt)
         self.cpu0 = proc_cpu_s(self.p.pid)
 
     def ops_now(self):
@@ -252,7 +308,7 @@ class Setup:
                 continue
             os.makedirs(mnt)
             self.daemons.append(Daemon(c, ARMS[arm][0], opts, state, mnt, f"{self.root}/content",
-                                       f"{c.work}/stats-{tag}-{k}.json"))
+                                       f"{c.work}/stats-{tag}-{k}.json", ARM_BDI.get(arm)))
             self.dirs.append(mnt)
 
     def daemon_cpu(self):
@@ -399,6 +455,56 @@ def run_stream(c, arm, rep):
     return out
 
 
+def run_bigwrite(c, arm, n, rep):
+    """One large file per workspace, written at once in N workspaces."""
+    tag = f"bigwrite-{arm}-n{n}-r{rep}"
+    out = {"kind": "bigwrite", "arm": arm, "n": n, "rep": rep, "ok": False, "size": c.bigwrite}
+    s = None
+    try:
+        drop_caches()
+        s = Setup(c, arm, n, tag)
+        out["bdi"] = s.daemons[0].bdi if s.daemons else None
+        c0 = s.daemon_cpu()
+
+        def each(phase):
+            procs = [subprocess.Popen([c.stream_bin, "--file", f"{d}/big.bin", "--size", str(c.bigwrite),
+                                       "--bs", str(1 << 20), "--phase", phase],
+                                      stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True) for d in s.dirs]
+            res = []
+            for p in procs:
+                o, e = p.communicate(timeout=1800)
+                try:
+                    res.append(json.loads(o))
+                except ValueError:
+                    res.append({"ok": False, "error": (e or o).strip()[-300:]})
+                if p.returncode != 0:
+                    res[-1]["ok"] = False
+            return res
+
+        t0 = time.monotonic()
+        res = each("write")
+        out["time_s"] = time.monotonic() - t0  # the slowest writer, open to close
+        out["daemon_cpu_s"] = s.daemon_cpu() - c0
+        out["write_s"] = max(r.get("write_s", 0) for r in res)
+        out["fsync_s"] = max(r.get("fsync_s", 0) for r in res)
+        out["workload_cpu_s"] = sum(r.get("cpu_user_s", 0) + r.get("cpu_sys_s", 0) for r in res)
+        out["cpu_s"] = out["workload_cpu_s"] + (out["daemon_cpu_s"] or 0)
+        out["MiBps"] = n * c.bigwrite / (1 << 20) / out["time_s"]
+        out["write_p99_us"] = max(r.get("write_p99_us", 0) for r in res)
+        checked = each("verify")
+        out["ok"] = all(r.get("ok") is True for r in res + checked)
+        if not out["ok"]:
+            out["error"] = next((r.get("error") for r in res + checked if r.get("error")), "a writer failed")
+    except Stop:
+        raise
+    except Exception as e:
+        out["error"] = str(e)
+    finally:
+        if s:
+            out["ops"] = s.close()
+    return out
+
+
 REQ_PHASES = ["create", "read_cold", "read_warm", "remove"]
 
 
@@ -527,7 +633,7 @@ def report(out):
              "".join(f"\n- FAILED {r['kind']} {r['arm']} n={r['n']} rep {r['rep']}: {r.get('error')}" for r in failed))
     L.append("")
     verdicts = []
-    for n in meta["ns"]:
+    for n in meta["ns"] if any(r["kind"] == "small" for r in runs) else []:
         L += [f"## Small-file workload, N={n} ({meta['files']} files per workspace)", "",
               "| arm | time s | CPU s | time / ptll | CPU / ptll | time / native | write p50/p99 µs | read p50/p99 µs | stat p50/p99 µs |",
               "|---|---|---|---|---|---|---|---|---|"]
@@ -576,8 +682,10 @@ def report(out):
                 cells.append(f"**{tot:.2f}** ({top})")
             L.append(f"| {arm} | " + " | ".join(cells) + " |")
         L.append("")
-    L += ["## fio (N=1)", "", "| job | arm | MB/s | IOPS | p50 µs | p99 µs | daemon CPU s | MB/s / native |", "|---|---|---|---|---|---|---|---|"]
     fio = [r for r in runs if r["kind"] == "fio"]
+    if fio:
+        L += ["## fio (N=1)", "", "| job | arm | MB/s | IOPS | p50 µs | p99 µs | daemon CPU s | MB/s / native |",
+              "|---|---|---|---|---|---|---|---|"]
     for name, _ in (FIO_JOBS if fio else []):
         for arm in arms:
             js = [j for r in fio if r["arm"] == arm for j in r["jobs"] if j["job"] == name and j["ok"]]
@@ -595,8 +703,10 @@ def report(out):
                              for r in fio if r["arm"] == arm for j in r["jobs"]
                              if j["job"] == name and j["ok"] and r["rep"] in nat and side in nat[r["rep"]]])
             L.append(f"| {name} | {arm} | {fmt_ci(bw, 1)} | {iops:.0f} | {p50:.0f} | {p99:.0f} | {dc:.2f} | {fmt_ci(ratio)} |")
-    L += ["", f"## 1 KiB-write stream ({meta['stream'] >> 20} MiB, then fsync)", "",
-          "| arm | total s | write s | fsync s | CPU s | time / native | write p50/p99 µs | FUSE writes |", "|---|---|---|---|---|---|---|---|"]
+    if any(r["kind"] == "stream" for r in runs):
+        L += ["", f"## 1 KiB-write stream ({meta['stream'] >> 20} MiB, then fsync)", "",
+              "| arm | total s | write s | fsync s | CPU s | time / native | write p50/p99 µs | FUSE writes |",
+              "|---|---|---|---|---|---|---|---|"]
     for arm in arms if any(r["kind"] == "stream" for r in runs) else []:
         rs = [r for r in runs if r["kind"] == "stream" and r["arm"] == arm and r["ok"]]
         if not rs:
@@ -611,6 +721,27 @@ def report(out):
                  f"{'n/a' if w is None else int(w)} |")
         if arm == "wsfs" and tn:
             verdicts.append(f"- 1 KiB stream <= 2x native: {tn['median']:.2f}x: **{'met' if tn['median'] <= 2.0 else 'NOT met'}**")
+    big = [r for r in runs if r["kind"] == "bigwrite"]
+    for n in meta["ns"] if big else []:
+        L += ["", f"## Large-file writes, N={n} ({meta.get('bigwrite', 0) >> 20} MiB per workspace in 1 MiB "
+              "write(2)s, then fsync, all at once)", "",
+              "| arm | bdi (ratio/bytes/strict) | time s | write s | fsync s | MiB/s (all) | CPU s | time / ptll | "
+              "CPU / ptll | write p99 µs |", "|---|---|---|---|---|---|---|---|---|---|"]
+        for arm in arms:
+            rs = [r for r in big if r["n"] == n and r["arm"] == arm and r["ok"]]
+            if not rs:
+                if any(r["n"] == n and r["arm"] == arm for r in big):
+                    L.append(f"| {arm} | | failed | | | | | | | |")
+                continue
+            b = rs[0].get("bdi") or {}
+            bdi = (f"{b.get('max_ratio', '?')}/{b.get('max_bytes', 0) >> 20}M/{b.get('strict_limit', '?')}"
+                   if b else "-")
+            L.append(f"| {arm} | {bdi} | {fmt_ci(boot_ci([r['time_s'] for r in rs]))} | "
+                     f"{statistics.median(r['write_s'] for r in rs):.2f} | {statistics.median(r['fsync_s'] for r in rs):.2f} | "
+                     f"{statistics.median(r['MiBps'] for r in rs):.0f} | {fmt_ci(boot_ci([r['cpu_s'] for r in rs]))} | "
+                     f"{fmt_ci(boot_ci(paired(runs, 'bigwrite', n, arm, 'passthrough_ll', 'time_s')))} | "
+                     f"{fmt_ci(boot_ci(paired(runs, 'bigwrite', n, arm, 'passthrough_ll', 'cpu_s')))} | "
+                     f"{statistics.median(r['write_p99_us'] for r in rs):.0f} |")
     L += ["", "## Targets", ""] + (verdicts or ["- (no paired data)"])
     text = "\n".join(L) + "\n"
     with open(f"{out}/summary.md", "w") as f:
@@ -626,13 +757,13 @@ def machine():
 
 def cmd_run(a):
     p = dict(PROFILES[a.profile])
-    for k in ("repeats", "files"):
+    for k in ("repeats", "files", "bigwrite"):
         if getattr(a, k) is not None:
             p[k] = getattr(a, k)
     if a.ns:
         p["ns"] = [int(x) for x in a.ns.split(",")]
     arms = a.arms.split(",") if a.arms else list(DEFAULT_ARMS)
-    kinds = a.kinds.split(",") if a.kinds else ["small", "fio", "stream", "reqs"]
+    kinds = a.kinds.split(",") if a.kinds else ["small", "fio", "stream", "reqs"]  # bigwrite: only when asked
     for arm in arms:
         if arm not in ARMS:
             log(f"unknown arm {arm}")
@@ -652,7 +783,8 @@ def cmd_run(a):
     os.makedirs(a.out, exist_ok=True)
     signal.signal(signal.SIGTERM, on_signal)
     meta = {"profile": a.profile, "arms": arms, "kinds": kinds, "ns": p["ns"], "repeats": p["repeats"], "files": p["files"],
-            "stream": p["stream"], "fio_size": p["fio_size"], "machine": machine(), "load_start": loadavg(),
+            "stream": p["stream"], "bigwrite": p["bigwrite"], "arm_bdi": {x: ARM_BDI[x] for x in arms if x in ARM_BDI},
+            "fio_size": p["fio_size"], "machine": machine(), "load_start": loadavg(),
             "started": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())}
     log(f"profile {a.profile}: arms {arms}, N {p['ns']}, {p['repeats']} repeat(s), {p['files']} files; "
         f"load {meta['load_start']}")
@@ -667,12 +799,14 @@ def cmd_run(a):
             plan = [("small", arm, n) for n in p["ns"] for arm in arms] + \
                    [("fio", arm, 1) for arm in arms] + [("stream", arm, 1) for arm in arms]
             plan += [("reqs", arm, 1) for arm in arms if ARMS[arm][0] in ("wsfs", "wsfs-base")]
+            plan += [("bigwrite", arm, n) for n in p["ns"] for arm in arms]
             plan = [x for x in plan if x[0] in kinds]
             random.Random(SEED + rep).shuffle(plan)
             for kind, arm, n in plan:
                 t0 = time.monotonic()
                 r = run_small(c, arm, n, rep) if kind == "small" else run_fio(c, arm, rep) if kind == "fio" \
-                    else run_reqs(c, arm, rep) if kind == "reqs" else run_stream(c, arm, rep)
+                    else run_reqs(c, arm, rep) if kind == "reqs" else run_bigwrite(c, arm, n, rep) \
+                    if kind == "bigwrite" else run_stream(c, arm, rep)
                 r["load"] = loadavg()
                 with open(runs_path, "a") as f:
                     f.write(json.dumps(r) + "\n")
@@ -706,6 +840,7 @@ def main():
     r.add_argument("--ns")
     r.add_argument("--kinds")
     r.add_argument("--wsfs-base")
+    r.add_argument("--bigwrite-size", dest="bigwrite", type=int, help="bytes per workspace (a multiple of 1 MiB)")
     rp = sub.add_parser("report")
     rp.add_argument("--out", required=True)
     a = ap.parse_args()
