@@ -194,12 +194,16 @@ static void on_probed(Worker *w, int error, const char *message, ApplyResult *re
             if (err) {
                 if (!was_failing)
                     log_warning("volume %s: flush probe failed: %s", volume, strerror(err));
+                p->n_recent = 0; /* what it measured before says nothing now */
                 continue;
             }
             if (was_failing)
                 log_notice("volume %s: flush probe works again", volume);
             p->has_last = true;
             p->last = usec;
+            memmove(p->recent + 1, p->recent, sizeof(p->recent[0]) * (FLUSH_PROBE_RECENT - 1));
+            p->recent[0] = usec;
+            p->n_recent = MIN(p->n_recent + 1, (unsigned) FLUSH_PROBE_RECENT);
             metrics_histogram_observe(&p->histogram, (double) usec / USEC_PER_SEC);
         }
     if (error >= 0 && probes)
@@ -344,6 +348,34 @@ static void probe_layout_changed(Agent *a) {
     (void) probe_start(a);
 }
 
+static int cmp_usec(const void *a, const void *b) {
+    usec_t x = *(const usec_t *) a, y = *(const usec_t *) b;
+    return x < y ? -1 : x > y ? 1 : 0;
+}
+
+/* The figure placement weighs (docs/placement.md, "Measured flush cost"):
+ * the lower median of the last FLUSH_PROBE_RECENT samples, so that one
+ * slow fsync (a host journal commit that lands on an idle volume) does
+ * not count and a volume slow in two probes out of three does. None when
+ * the probe is off, failing there, or its latest sample is older than
+ * four intervals while no probe is running (a pause, or a reload that
+ * turned it off: the samples stay, and say nothing of now). A probe that
+ * is still stuck in fsync keeps the figures: what they said is still
+ * the best guess. */
+static bool probe_flush_cost(Agent *a, const char *volume, usec_t *ret) {
+    usec_t interval = agent_layout(a)->api.flush_probe_interval;
+    const FlushProbe *p = agent_flush_probe_find(a, volume);
+    if (interval == 0 || !p || p->last_error != 0 || p->n_recent == 0)
+        return false;
+    if (!a->probe->prober && now_usec(CLOCK_REALTIME) > p->at + 4 * interval)
+        return false;
+    usec_t s[FLUSH_PROBE_RECENT];
+    memcpy(s, p->recent, sizeof(s[0]) * p->n_recent);
+    qsort(s, p->n_recent, sizeof(s[0]), cmp_usec);
+    *ret = s[(p->n_recent - 1) / 2];
+    return true;
+}
+
 static void probe_volume_json(Agent *a, const VolumeObservation *v, json_object *o) {
     FlushProbe *p = agent_flush_probe_find(a, v->name);
     if (p) {
@@ -351,6 +383,10 @@ static void probe_volume_json(Agent *a, const VolumeObservation *v, json_object 
         json_object_object_add(f, "last_seconds",
                                p->has_last ? json_object_new_double((double) p->last / USEC_PER_SEC) : NULL);
         json_object_object_add(f, "samples", json_object_new_uint64(p->histogram.count));
+        usec_t recent;
+        json_object_object_add(f, "recent_seconds", probe_flush_cost(a, v->name, &recent)
+                                                        ? json_object_new_double((double) recent / USEC_PER_SEC)
+                                                        : NULL);
         json_object_object_add(f, "last_error", p->last_error ? json_object_new_string(strerror(p->last_error)) : NULL);
         json_object_object_add(o, "flush_probe", f);
     } else
@@ -366,4 +402,5 @@ const AgentModule agent_probe_module = {
     .free = probe_free,
     .volume_json = probe_volume_json,
     .metrics = probe_metrics,
+    .flush_cost = probe_flush_cost,
 };

@@ -114,6 +114,13 @@ static int place_observe_cached(void *userdata, const VolumeRecord *v, const cha
         ret->flags |= PLACE_VOLUME_DEGRADED;
     if (o->has_vdo_stats && o->vdo.mode == VDO_MODE_READ_ONLY)
         ret->flags |= PLACE_VOLUME_READ_ONLY;
+    /* What the flush probe measured lately: placement passes over a
+     * volume that flushes slowly next to fast ones (slow_flush_factor). */
+    usec_t cost;
+    if (agent_modules_flush_cost(a, v->name, &cost)) {
+        ret->flush_known = true;
+        ret->flush_usec = cost;
+    }
     return 0;
 }
 
@@ -949,16 +956,25 @@ static int create_decide(Agent *a, PendingCreate *c, ApiError *err) {
     PlaceContext ctx;
     PlaceError pe = {};
     PlaceCreateRequest req = place_request(c);
-    _cleanup_free_ char *volume = NULL;
+    _cleanup_free_ char *volume = NULL, *why = NULL;
     PlaceAction action;
     unsigned index = 0;
     bool carving = false;
     agent_place_context(a, &ctx);
-    int r = place_workspace_decide(&ctx, &req, &action, &volume, &index, &carving, &pe);
+    int r = place_workspace_decide(&ctx, &req, &action, &volume, &index, &carving, &why, &pe);
     if (r < 0) {
         place_error_to_api(r, &pe, err);
         place_error_done(&pe);
         return r;
+    }
+    /* The policy's reason, for the log and the operation's steps: what
+     * `layoutctl why` would have said (a volume passed over for its flush
+     * cost names the figure). */
+    log_info("workspace %s: %s %s", c->id, place_action_to_string(action), why ?: "");
+    if (c->op && why) {
+        int k = api_operation_step(c->op, "placement: %s", why);
+        if (k >= 0)
+            api_operation_step_done(c->op, k, 0, "%s", place_action_to_string(action));
     }
     if (action == PLACE_ACTION_USE && !carving)
         return create_on(a, c, volume, err);
@@ -985,7 +1001,7 @@ static int create_decide(Agent *a, PendingCreate *c, ApiError *err) {
         }
         carve->next = a->workspaces->carves;
         a->workspaces->carves = carve;
-        log_info("volume %s: carving a new flush domain for workspace %s (every state volume is at its bound)",
+        log_info("volume %s: carving a new flush domain for workspace %s (no state volume can take it)",
                  carve->name, c->id);
     } else if (c->op)
         (void) api_operation_step(c->op, "waiting for volume %s, being carved", carve->name);

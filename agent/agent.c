@@ -50,6 +50,13 @@ const VolumeAssessment *agent_modules_assessment(Agent *a, const char *volume) {
     return NULL;
 }
 
+bool agent_modules_flush_cost(Agent *a, const char *volume, usec_t *ret) {
+    FOREACH_MODULE(m)
+        if ((*m)->flush_cost)
+            return (*m)->flush_cost(a, volume, ret);
+    return false;
+}
+
 void agent_modules_daemon_running(Agent *a, const char *id, pid_t pid) {
     FOREACH_MODULE(m)
         if ((*m)->daemon_running)

@@ -80,12 +80,16 @@ typedef struct DaemonStats {
 } DaemonStats;
 
 /* The flush cost of one volume, measured by the probe. */
+#define FLUSH_PROBE_RECENT 3
 typedef struct FlushProbe {
     char *volume;
     bool has_last;
     usec_t last;                 /* the latest write+fsync of 4 KiB */
     usec_t at;                   /* CLOCK_REALTIME of that sample */
     int last_error;              /* errno of the latest probe, 0 */
+    usec_t recent[FLUSH_PROBE_RECENT]; /* the latest samples, newest first,
+                                    since the last failure */
+    unsigned n_recent;
     MetricsHistogram histogram;  /* seconds */
 } FlushProbe;
 
@@ -209,6 +213,10 @@ typedef struct AgentModule {
     /* The latest assessment of a volume, or NULL when it was never
      * observed: the module that judges volumes' health (capacity). */
     const VolumeAssessment *(*assessment)(Agent *a, const char *volume);
+    /* A volume's recent flush cost, as placement weighs it: true with
+     * *ret set, false when there is none (the module that measures it:
+     * the probe). */
+    bool (*flush_cost)(Agent *a, const char *volume, usec_t *ret);
     /* A workspace's daemon runs, started or re-adopted (pid > 0). */
     void (*daemon_running)(Agent *a, const char *id, pid_t pid);
     /* A workspace was removed: what the module keeps of it goes. */
@@ -274,6 +282,9 @@ void agent_modules_volume_json(Agent *a, const VolumeObservation *v, json_object
 /* The latest assessment of a volume (the first module's answer that
  * has the op), or NULL. */
 const VolumeAssessment *agent_modules_assessment(Agent *a, const char *volume);
+/* A volume's recent flush cost (the first module's answer that has the
+ * op): true with *ret set, false when none is known. */
+bool agent_modules_flush_cost(Agent *a, const char *volume, usec_t *ret);
 /* The workspaces module's news for the others: a daemon runs (cgroups
  * puts it into its scope), a workspace was removed. */
 void agent_modules_daemon_running(Agent *a, const char *id, pid_t pid);

@@ -5,7 +5,8 @@
  * policy's ranking of every state volume with the reason each was passed
  * over. Read-only: it reads the record without taking the root's lock, so
  * it works next to a running agent (whose next decision it predicts, the
- * policy being deterministic).
+ * policy being deterministic), and asks that agent, when it answers, for
+ * the volumes' recent flush costs, which the policy weighs.
  */
 #include <getopt.h>
 #include <json-c/json.h>
@@ -13,6 +14,7 @@
 #include <string.h>
 
 #include "layoutctl.h"
+#include "layoutctl-http.h"
 #include "engine.h"
 #include "place-workspaces.h"
 #include "util.h"
@@ -22,11 +24,35 @@ static void why_usage(FILE *f) {
             "Usage: layoutctl why ID [--tenant T] [--layout FILE] [--root DIR] [--json]\n"
             "\n"
             "Shows where workspace ID would be placed now and why: every state volume\n"
-            "ranked, or the reason it was passed over (bound, tenant, space...).\n"
+            "ranked, or the reason it was passed over (bound, tenant, space, slow flush...).\n"
             "Changes nothing; no volume is carved.\n"
             "\n"
             "Exit status: 0 it can be placed, 6 it would be refused (the answer, printed\n"
             "like any other), 1 an error (no answer), 2 usage.\n");
+}
+
+/* The statvfs observation plus the flush figure the running agent's probe
+ * published (GET /v1/volumes: flush_probe.recent_seconds): the policy
+ * weighs it (slow_flush_factor), so without it the prediction could
+ * differ from what the agent decides. userdata: the "volumes" array. */
+static int observe_with_flush(void *userdata, const VolumeRecord *v, const char *mount, PlaceVolumeObservation *ret) {
+    json_object *volumes = userdata;
+    int r = place_volume_observe_default(v, mount, ret);
+    if (r < 0)
+        return r;
+    for (size_t i = 0; i < json_object_array_length(volumes); i++) {
+        json_object *o = json_object_array_get_idx(volumes, i), *n, *f, *sec;
+        if (!json_object_object_get_ex(o, "name", &n) || !streq_ptr(json_object_get_string(n), v->name))
+            continue;
+        if (json_object_object_get_ex(o, "flush_probe", &f) && json_object_object_get_ex(f, "recent_seconds", &sec) &&
+            (json_object_is_type(sec, json_type_double) || json_object_is_type(sec, json_type_int)) &&
+            json_object_get_double(sec) >= 0) {
+            ret->flush_known = true;
+            ret->flush_usec = (uint64_t) (json_object_get_double(sec) * USEC_PER_SEC + 0.5);
+        }
+        break;
+    }
+    return 0;
 }
 
 /* Carving is only decided here, never done. */
@@ -88,6 +114,22 @@ int layoutctl_why(int argc, char **argv, const LayoutctlGlobals *g) {
     StateRecord *record = e->record;
 
     PlaceContext ctx = { .layout = l, .record = record, .carve = no_carve };
+    /* The agent, when it answers (quietly: why works without it, from the
+     * record alone, only without flush figures). */
+    ClientArgs ca = {};
+    client_init(&ca, g);
+    if (!g->socket_path && l->api.socket_path)
+        ca.socket_path = l->api.socket_path;
+    ca.json = false;
+    ca.quiet = true;
+    Reply volumes_reply = {};
+    json_object *volumes = NULL;
+    if (client_call("why", &ca, "GET", "/v1/volumes", NULL, &volumes_reply) == 0 && volumes_reply.status == 200 &&
+        json_object_object_get_ex(volumes_reply.json, "volumes", &volumes) &&
+        json_object_is_type(volumes, json_type_array)) {
+        ctx.observe = observe_with_flush;
+        ctx.observe_userdata = volumes;
+    }
     PlaceCreateRequest req = { .id = id, .tenant = tenant, .reclaim = true };
     PlaceDecision d = {};
     PlaceCandidate *cands = NULL;
@@ -96,6 +138,7 @@ int layoutctl_why(int argc, char **argv, const LayoutctlGlobals *g) {
     r = place_workspace_explain(&ctx, &req, &d, &cands, &n, &cfg);
     if (r < 0) {
         fprintf(stderr, "layoutctl: cannot explain a placement for '%s': %s\n", id, strerror(-r));
+        reply_done(&volumes_reply);
         return LAYOUTCTL_EXIT_FAILURE;
     }
     const WorkspaceRecord *kept = state_record_find_workspace(record, id);
@@ -122,5 +165,6 @@ int layoutctl_why(int argc, char **argv, const LayoutctlGlobals *g) {
     int exit_code = d.action == PLACE_ACTION_REFUSE ? LAYOUTCTL_EXIT_REFUSED : LAYOUTCTL_EXIT_OK;
     free(cands);
     place_decision_done(&d);
+    reply_done(&volumes_reply);
     return r < 0 ? LAYOUTCTL_EXIT_FAILURE : exit_code;
 }

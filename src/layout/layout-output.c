@@ -196,6 +196,8 @@ static json_object *pool_to_json(Out *o, const Pool *p) {
         add_str(o, j, "placement", placement_policy_to_string(p->placement));
         add_bool(o, j, "tenant_isolation", p->tenant_isolation);
         add_percent(o, j, "quota_overcommit", p->quota_overcommit);
+        add_u64(o, j, "slow_flush_factor", p->slow_flush_factor);
+        add_duration(o, j, "slow_flush_floor", p->slow_flush_floor);
         add_size(o, j, "workspace_reserve", p->workspace_reserve);
         /* Not for a filesystem without an inode count (btrfs), where the
          * key is refused: the output must parse back. */

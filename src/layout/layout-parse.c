@@ -31,7 +31,8 @@
 static const char *const pool_keys[] = {
     "backend", "volume_size", "min_volumes", "max_volumes", "workspaces_per_volume", "direct_io",
     "preallocate", "writeback", "mkfs_options", "mount_options", "placement", "tenant_isolation", "workspace_reserve",
-    "workspace_reserve_inodes", "quota_overcommit", "shards", "vdo", "capacity", "growth", "gc", NULL,
+    "workspace_reserve_inodes", "quota_overcommit", "slow_flush_factor", "slow_flush_floor", "shards", "vdo",
+    "capacity", "growth", "gc", NULL,
 };
 static const char *const vdo_keys[] = {
     "logical_size", "compression", "deduplication", "fstrim_interval", "block_map_cache", "device", NULL,
@@ -40,7 +41,7 @@ static const char *const writeback_keys[] = { "max_ratio", "max_bytes", "strict_
 /* Keys that only make sense where workspaces are placed. */
 static const char *const state_only_keys[] = {
     "workspaces_per_volume", "placement", "tenant_isolation", "workspace_reserve", "workspace_reserve_inodes",
-    "quota_overcommit", NULL,
+    "quota_overcommit", "slow_flush_factor", "slow_flush_floor", NULL,
 };
 /* One of an enum's names, spelled only in its string table (layout.c). */
 #define GET_ENUM(p, v, key, name, out)                                    \
@@ -64,6 +65,8 @@ static void pool_defaults(Pool *pool, PoolRole role) {
         .workspace_reserve = role == POOL_STATE ? 64 * MIB : 0,
         .workspace_reserve_inodes = role == POOL_STATE ? 4096 : 0,
         .quota_overcommit = role == POOL_STATE ? 100 : 0,
+        .slow_flush_factor = role == POOL_STATE ? 4 : 0,
+        .slow_flush_floor = role == POOL_STATE ? 20 * USEC_PER_MSEC : 0,
         .shards = 1,
         .capacity = { .warn = 80, .critical = 95 },
         .growth = { .threshold = 80, .host_reserve_percent = 5 },
@@ -290,6 +293,17 @@ static void parse_pool(Parser *p, const LayoutNode *n, PoolRole role, Pool *pool
          * promise more than it holds (enforced per workspace anyway). */
         if ((v = lp_map_get(n, "quota_overcommit", NULL)))
             (void) lp_get_percent(p, v, "quota_overcommit", 10, 10000, &pool->quota_overcommit);
+        /* Placement by measured flush cost (docs/placement.md): a factor
+         * of 1 would call half of any two equal volumes slow on noise, so
+         * it starts at 2; the floor keeps idle volumes' jitter (a tenth of
+         * a millisecond against one) out of it. */
+        if ((v = lp_map_get(n, "slow_flush_factor", NULL)) &&
+            lp_get_unsigned(p, v, "slow_flush_factor", 0, 1000, &pool->slow_flush_factor) &&
+            pool->slow_flush_factor == 1)
+            lp_err(p, v, "slow_flush_factor: must be 0 (off) or at least 2, got '%s'", v->value);
+        if ((v = lp_map_get(n, "slow_flush_floor", NULL)))
+            (void) lp_get_duration_range(p, v, "slow_flush_floor", USEC_PER_MSEC, 60 * USEC_PER_SEC,
+                                         &pool->slow_flush_floor);
         if ((v = lp_map_get(n, "workspace_reserve", NULL)) &&
             lp_get_size(p, v, "workspace_reserve", &pool->workspace_reserve) && backend_ok && !is_dir &&
             pool->workspace_reserve > pool->volume_size)

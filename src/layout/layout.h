@@ -183,6 +183,11 @@ typedef struct Pool {
     unsigned quota_overcommit;       /* percent: the quotas of a volume's
                                         workspaces may add up to this share
                                         of its size; default 100 */
+    unsigned slow_flush_factor;      /* state only: placement passes over a
+                                        volume whose recent flush probe is
+                                        more than this many times the pool's
+                                        fastest ... ; default 4, 0 = off */
+    usec_t slow_flush_floor;         /* ... and at least this; default 20ms */
     unsigned shards;                 /* content pool only: number of shards
                                         (= volumes); 1 for the state pool */
     bool has_vdo;

@@ -168,6 +168,8 @@ int place_state_candidates(PlaceContext *c, PlaceCandidate **ret, size_t *ret_n)
         cand->free_inodes = o.free_inodes;
         cand->size_bytes = o.size_bytes;
         cand->flags = o.flags;
+        cand->flush_known = o.flush_known;
+        cand->flush_usec = o.flush_usec;
     }
 
     /* The extras: a volume being carved replaces its (not yet mounted)

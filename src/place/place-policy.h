@@ -44,6 +44,9 @@ typedef struct PlaceCandidate {
                                 included; 0 = unknown (not checked) */
     uint64_t quota_sum;      /* the quotas of the workspaces on it */
     unsigned flags;          /* PlaceVolumeFlags */
+    bool flush_known;        /* flush_usec is a recent measurement */
+    uint64_t flush_usec;     /* its recent flush cost (the agent's flush
+                                probe: a 4 KiB write + fsync), usec */
 } PlaceCandidate;
 
 typedef struct PlaceRequest {
@@ -70,6 +73,12 @@ typedef struct PlacePoolConfig {
     bool host_checked;               /* host_carvable is known: */
     uint64_t host_carvable;          /* bytes the host filesystem can give
                                         new volumes (beyond its reserve) */
+    /* Placement by measured flush cost: a candidate whose flush_usec is
+     * at least slow_flush_floor_usec and more than slow_flush_factor times
+     * the pool's fastest measured volume is passed over (slow-flush) while
+     * another volume can take the workspace. 0: off. */
+    unsigned slow_flush_factor;
+    uint64_t slow_flush_floor_usec;
 } PlacePoolConfig;
 
 /* Fills a PlacePoolConfig from a layout pool (borrowing its name). */
@@ -97,6 +106,10 @@ typedef enum PlaceReason {
     PLACE_REASON_NO_QUOTA,          /* a quota asked; the volume cannot enforce one */
     PLACE_REASON_OVERCOMMIT,        /* its quotas plus this one exceed
                                        quota_overcommit x its size */
+    PLACE_REASON_SLOW_FLUSH,        /* its recent flush cost is over
+                                       slow_flush_floor and slow_flush_factor
+                                       x the pool's fastest volume, and
+                                       another volume can take the workspace */
     /* refusals only: */
     PLACE_REASON_POOL_FULL,         /* no volume fits and max_volumes reached */
     PLACE_REASON_TOO_BIG,           /* the request does not fit a new volume */
@@ -118,6 +131,8 @@ typedef struct PlaceVerdict {
     size_t candidate;   /* index into the candidates array */
     unsigned rank;
     PlaceReason reason;
+    uint64_t flush_baseline_usec; /* SLOW_FLUSH: the pool's fastest
+                                     measured flush it was compared with */
 } PlaceVerdict;
 
 typedef struct PlaceDecision {

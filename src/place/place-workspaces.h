@@ -47,6 +47,8 @@ typedef struct PlaceVolumeObservation {
     uint64_t free_inodes;
     uint64_t size_bytes;  /* with what growth can add; 0: unknown */
     unsigned flags; /* PlaceVolumeFlags */
+    bool flush_known;     /* the flush probe measured it recently: */
+    uint64_t flush_usec;  /* its recent flush cost (PlaceCandidate) */
 } PlaceVolumeObservation;
 
 typedef int (*PlaceObserveFunc)(void *userdata, const VolumeRecord *v, const char *mount_path,
@@ -138,10 +140,12 @@ int place_workspace_create(PlaceContext *c, const PlaceCreateRequest *req,
  * refusal is an error here (-ENOSPC, -EBUSY..., *error says why); for USE
  * *ret_volume is the volume's name (owned), for CARVE *ret_carve_index.
  * *ret_carving: the chosen volume is being carved (a CARVING extra).
+ * *ret_explanation (may be NULL; owned): the policy's one line on why.
  * Returns: <0 on error or refusal, 0 with the decision.
  */
 int place_workspace_decide(PlaceContext *c, const PlaceCreateRequest *req, PlaceAction *ret_action,
-                           char **ret_volume, unsigned *ret_carve_index, bool *ret_carving, PlaceError *error);
+                           char **ret_volume, unsigned *ret_carve_index, bool *ret_carving, char **ret_explanation,
+                           PlaceError *error);
 
 /*
  * The second half: creates the workspace on `volume` (which exists, is

@@ -8,6 +8,7 @@
  * formatted line. The per-candidate "why" text is only built on request
  * (place_decision_format_why) so the hot path stays cheap.
  */
+#include <assert.h>
 #include <errno.h>
 #include <inttypes.h>
 #include <stdio.h>
@@ -36,6 +37,7 @@ static const char *const place_reason_table[_PLACE_REASON_MAX] = {
     [PLACE_REASON_NOT_STICKY] = "not-sticky",
     [PLACE_REASON_NO_QUOTA] = "no-quota",
     [PLACE_REASON_OVERCOMMIT] = "quota-overcommit",
+    [PLACE_REASON_SLOW_FLUSH] = "slow-flush",
     [PLACE_REASON_POOL_FULL] = "pool-full",
     [PLACE_REASON_TOO_BIG] = "too-big",
     [PLACE_REASON_STICKY_MISSING] = "sticky-missing",
@@ -57,6 +59,8 @@ void place_pool_config_from_pool(const Pool *p, PlacePoolConfig *ret) {
         .reserve_inodes = p->workspace_reserve_inodes,
         .volume_size = p->volume_size,
         .quota_overcommit = p->quota_overcommit,
+        .slow_flush_factor = p->slow_flush_factor,
+        .slow_flush_floor_usec = p->slow_flush_floor,
     };
 }
 
@@ -85,6 +89,31 @@ static bool quota_overcommitted(const PlaceCandidate *c, const PlaceRequest *req
         return false;
     unsigned pct = cfg->quota_overcommit ?: 100;
     return (unsigned __int128) c->quota_sum + req->quota > (unsigned __int128) c->size_bytes * pct / 100;
+}
+
+/* "2.1 ms", "1.35 s": a flush cost as the probe measured it. */
+static const char *format_flush(char *buf, size_t n, uint64_t usec) {
+    if (usec < USEC_PER_SEC)
+        snprintf(buf, n, "%.1f ms", (double) usec / USEC_PER_MSEC);
+    else
+        snprintf(buf, n, "%.2f s", (double) usec / USEC_PER_SEC);
+    return buf;
+}
+
+/* Whether a volume's flush figure counts: measured recently, on a volume
+ * in service (one out of service is passed over for that reason, and its
+ * figure says nothing of the others). */
+static bool flush_figure_usable(const PlaceCandidate *c) {
+    return c->flush_known &&
+           !(c->flags & (PLACE_VOLUME_UNAVAILABLE | PLACE_VOLUME_READ_ONLY | PLACE_VOLUME_DEGRADED));
+}
+
+/* Slow by the rule: at or over the absolute floor (so that the jitter of
+ * idle volumes, a millisecond against a tenth of one, never counts) and
+ * more than factor times the pool's fastest. */
+static bool flush_is_slow(const PlaceCandidate *c, const PlacePoolConfig *cfg, uint64_t baseline) {
+    return flush_figure_usable(c) && c->flush_usec >= cfg->slow_flush_floor_usec &&
+           (unsigned __int128) c->flush_usec > (unsigned __int128) baseline * cfg->slow_flush_factor;
 }
 
 /* The first reason that rules a candidate out, or NONE. A sticky request
@@ -179,7 +208,8 @@ static int lowest_free_index(const PlaceCandidate *candidates, size_t n, unsigne
 /* "3 at the bound (workspaces_per_volume=3), 1 holds another tenant
  * (tenant_isolation)" */
 static void append_rejections(PlaceStrbuf *b, const size_t counts[_PLACE_REASON_MAX],
-                              const PlaceRequest *req, const PlacePoolConfig *cfg) {
+                              const PlaceRequest *req, const PlacePoolConfig *cfg, uint64_t flush_baseline,
+                              uint64_t flush_slowest) {
     char buf[32];
     bool first = true;
 
@@ -226,6 +256,14 @@ static void append_rejections(PlaceStrbuf *b, const size_t counts[_PLACE_REASON_
             place_strbuf_append(b, "with quotas that would exceed %u%% of the volume (quota_overcommit)",
                                 cfg->quota_overcommit ?: 100);
             break;
+        case PLACE_REASON_SLOW_FLUSH: {
+            char buf2[32];
+            place_strbuf_append(b, "flushing slowly (%s%s recently, over %ux the pool's fastest, ",
+                                n == 1 ? "" : "up to ", format_flush(buf, sizeof(buf), flush_slowest),
+                                cfg->slow_flush_factor);
+            place_strbuf_append(b, "%s; slow_flush_factor)", format_flush(buf2, sizeof(buf2), flush_baseline));
+            break;
+        }
         default:
             place_strbuf_append(b, "%s", place_reason_to_string(r));
         }
@@ -253,6 +291,18 @@ static const char *policy_rule(PlacementPolicy p) {
                                : "spread (fewest workspaces, then most free space, then lowest index)";
 }
 
+/* Whether the carve branch below would carve (not refuse): the same
+ * three checks, in the same order. */
+static bool can_carve(size_t n_candidates, const PlaceRequest *req, const PlacePoolConfig *cfg) {
+    if (n_candidates >= cfg->max_volumes)
+        return false;
+    if (cfg->volume_size > 0 && need_bytes(req, cfg) > cfg->volume_size)
+        return false;
+    if (cfg->host_checked && cfg->volume_size > cfg->host_carvable)
+        return false;
+    return true;
+}
+
 int place_policy_decide(const PlaceCandidate *candidates, size_t n_candidates,
                         const PlaceRequest *req, const PlacePoolConfig *cfg,
                         PlaceDecision *ret) {
@@ -263,6 +313,9 @@ int place_policy_decide(const PlaceCandidate *candidates, size_t n_candidates,
     PlaceStrbuf b = {};
     size_t counts[_PLACE_REASON_MAX] = {};
     const char *pool = cfg->pool_name ?: "state";
+    uint64_t flush_baseline = 0, flush_slowest = 0;
+    bool flush_fallback = false;
+    _cleanup_free_ PlaceReason *reasons = NULL;
     char buf[32];
     int r;
 
@@ -276,24 +329,75 @@ int place_policy_decide(const PlaceCandidate *candidates, size_t n_candidates,
     }
 
     d.verdicts = calloc(n_candidates ?: 1, sizeof(PlaceVerdict));
-    if (!d.verdicts)
+    reasons = calloc(n_candidates ?: 1, sizeof(PlaceReason));
+    if (!d.verdicts || !reasons) {
+        place_decision_done(&d);
         return -ENOMEM;
+    }
+
+    size_t n_eligible = 0;
+    for (size_t i = 0; i < n_candidates; i++) {
+        reasons[i] = candidate_reason(&candidates[i], req, cfg);
+        if (reasons[i] == PLACE_REASON_NONE)
+            n_eligible++;
+    }
+
+    /* Placement by measured flush cost. The flush probe times a 4 KiB
+     * write + fsync on every volume; a volume where that is slow is one
+     * where a neighbour keeps the journal (or the host's) busy, and every
+     * save of a workspace placed there waits behind it. So, when the pool
+     * has a fast volume to compare with, an eligible volume that is slow
+     * both in absolute terms (floor) and relative to the fastest (factor)
+     * is passed over, as long as something else can take the workspace:
+     * a volume that is not slow, or failing that a new one. When nothing
+     * else can, the usual rule places it on a slow one after all (a slow
+     * save beats a refused workspace). A sticky request goes where its
+     * data is. The baseline is the fastest measured volume in service,
+     * whether or not it can take this workspace: a pool whose free slots
+     * are all on busy volumes next to quiet full ones is exactly the case
+     * where carving helps. */
+    if (cfg->slow_flush_factor > 0 && !req->sticky_volume && n_eligible > 0) {
+        bool have_baseline = false;
+        for (size_t i = 0; i < n_candidates; i++)
+            if (flush_figure_usable(&candidates[i]) && (!have_baseline || candidates[i].flush_usec < flush_baseline)) {
+                flush_baseline = candidates[i].flush_usec;
+                have_baseline = true;
+            }
+        size_t n_slow = 0;
+        for (size_t i = 0; have_baseline && i < n_candidates; i++)
+            if (reasons[i] == PLACE_REASON_NONE && flush_is_slow(&candidates[i], cfg, flush_baseline)) {
+                n_slow++;
+                flush_slowest = MAX(flush_slowest, candidates[i].flush_usec);
+            }
+        if (n_slow > 0 && (n_slow < n_eligible || can_carve(n_candidates, req, cfg))) {
+            for (size_t i = 0; i < n_candidates; i++)
+                if (reasons[i] == PLACE_REASON_NONE && flush_is_slow(&candidates[i], cfg, flush_baseline))
+                    reasons[i] = PLACE_REASON_SLOW_FLUSH;
+            n_eligible -= n_slow;
+        } else if (n_slow > 0)
+            flush_fallback = true;
+    }
 
     /* Eligible candidates are collected at the front, rejected ones at the
      * back (in input order once reversed below). */
-    size_t n_eligible = 0, back = n_candidates;
+    size_t back = n_candidates, front = 0;
     size_t sticky = SIZE_MAX;
     for (size_t i = 0; i < n_candidates; i++) {
-        PlaceReason why = candidate_reason(&candidates[i], req, cfg);
+        PlaceReason why = reasons[i];
         if (req->sticky_volume && streq_ptr(candidates[i].name, req->sticky_volume))
             sticky = i;
         if (why == PLACE_REASON_NONE)
-            d.verdicts[n_eligible++] = (PlaceVerdict) { .candidate = i };
+            d.verdicts[front++] = (PlaceVerdict) { .candidate = i };
         else {
-            d.verdicts[--back] = (PlaceVerdict) { .candidate = i, .reason = why };
+            d.verdicts[--back] = (PlaceVerdict) {
+                .candidate = i,
+                .reason = why,
+                .flush_baseline_usec = why == PLACE_REASON_SLOW_FLUSH ? flush_baseline : 0,
+            };
             counts[why]++;
         }
     }
+    assert(front == n_eligible);
     d.n_verdicts = n_candidates;
     for (size_t i = back, j = n_candidates; i + 1 < j; i++, j--) {
         PlaceVerdict t = d.verdicts[i];
@@ -362,7 +466,15 @@ int place_policy_decide(const PlaceCandidate *candidates, size_t n_candidates,
                             n_eligible == 1 ? "" : "s", pool, policy_rule(cfg->policy));
         if (n_eligible < n_candidates) {
             place_strbuf_append(&b, "; rejected: ");
-            append_rejections(&b, counts, req, cfg);
+            append_rejections(&b, counts, req, cfg, flush_baseline, flush_slowest);
+        }
+        if (flush_fallback) {
+            char buf2[32];
+            place_strbuf_append(&b, "; every volume that can take it flushes slowly (up to %s recently, over "
+                                "%ux the pool's fastest, ", format_flush(buf, sizeof(buf), flush_slowest),
+                                cfg->slow_flush_factor);
+            place_strbuf_append(&b, "%s; slow_flush_factor) and no new volume can be carved, so it is placed "
+                                "by the usual rule", format_flush(buf2, sizeof(buf2), flush_baseline));
         }
         goto finish;
     }
@@ -385,7 +497,7 @@ int place_policy_decide(const PlaceCandidate *candidates, size_t n_candidates,
             char buf2[32];
             d.reason = PLACE_REASON_HOST_FULL;
             place_strbuf_append(&b, "no volume of pool '%s' can take workspace '%s' (", pool, req->id);
-            append_rejections(&b, counts, req, cfg);
+            append_rejections(&b, counts, req, cfg, flush_baseline, flush_slowest);
             place_strbuf_append(&b, ") and a new one (%s, volume_size) does not fit on the host: the filesystem "
                                 "under the backing files can give %s beyond what the volumes may still claim "
                                 "and the host reserve; free space there", format_bytes(buf, sizeof(buf),
@@ -400,7 +512,7 @@ int place_policy_decide(const PlaceCandidate *candidates, size_t n_candidates,
         }
         d.action = PLACE_ACTION_CARVE;
         place_strbuf_append(&b, "no volume of pool '%s' can take workspace '%s' (", pool, req->id);
-        append_rejections(&b, counts, req, cfg);
+        append_rejections(&b, counts, req, cfg, flush_baseline, flush_slowest);
         place_strbuf_append(&b, "); carving %s-%u, volume %zu of at most %u (max_volumes)",
                             pool, d.carve_index, n_candidates + 1, cfg->max_volumes);
         goto finish;
@@ -418,7 +530,7 @@ int place_policy_decide(const PlaceCandidate *candidates, size_t n_candidates,
         if (cfg->tenant_isolation)
             place_strbuf_append(&b, " (tenant '%s')", tenant_of(req->tenant));
         place_strbuf_append(&b, ": ");
-        append_rejections(&b, counts, req, cfg);
+        append_rejections(&b, counts, req, cfg, flush_baseline, flush_slowest);
         place_strbuf_append(&b, "; all %zu volumes allowed exist (max_volumes=%u)",
                             n_candidates, cfg->max_volumes);
         append_settings_hint(&b, counts, cfg, false);
@@ -446,7 +558,18 @@ int place_verdict_describe(const PlaceVerdict *v, const PlaceCandidate *c,
         place_strbuf_append(&b, "rank %u: %u/%u workspaces, %s free", v->rank, c->n_workspaces,
                             cfg->workspaces_per_volume,
                             format_bytes(buf, sizeof(buf), c->free_bytes));
+        if (c->flush_known)
+            place_strbuf_append(&b, ", flush %s", format_flush(buf, sizeof(buf), c->flush_usec));
         break;
+    case PLACE_REASON_SLOW_FLUSH: {
+        char buf2[32];
+        place_strbuf_append(&b, "rejected: flushes slowly, %s recently (flush probe), ",
+                            format_flush(buf, sizeof(buf), c->flush_usec));
+        place_strbuf_append(&b, "over %ux the pool's fastest volume (%s; slow_flush_factor) and ",
+                            cfg->slow_flush_factor, format_flush(buf, sizeof(buf), v->flush_baseline_usec));
+        place_strbuf_append(&b, "%s (slow_flush_floor)", format_flush(buf2, sizeof(buf2), cfg->slow_flush_floor_usec));
+        break;
+    }
     case PLACE_REASON_AT_BOUND:
         place_strbuf_append(&b, "rejected: at the bound, %u/%u workspaces (workspaces_per_volume)",
                             c->n_workspaces, cfg->workspaces_per_volume);

@@ -328,7 +328,8 @@ static int make_state_dir(const char *mount, const char *id, bool may_exist, uid
 }
 
 int place_workspace_decide(PlaceContext *c, const PlaceCreateRequest *req, PlaceAction *ret_action,
-                           char **ret_volume, unsigned *ret_carve_index, bool *ret_carving, PlaceError *error) {
+                           char **ret_volume, unsigned *ret_carve_index, bool *ret_carving, char **ret_explanation,
+                           PlaceError *error) {
     WorkspaceRecord *kept = NULL;
     int r;
 
@@ -367,6 +368,8 @@ int place_workspace_decide(PlaceContext *c, const PlaceCreateRequest *req, Place
     default:
         return -EINVAL;
     }
+    if (ret_explanation)
+        *ret_explanation = TAKE_PTR(d.explanation);
     *ret_action = d.action;
     return 0;
 }
@@ -376,7 +379,7 @@ int place_workspace_create(PlaceContext *c, const PlaceCreateRequest *req,
     _cleanup_free_ char *volume = NULL;
     PlaceAction action;
     unsigned index = 0;
-    int r = place_workspace_decide(c, req, &action, &volume, &index, NULL, error);
+    int r = place_workspace_decide(c, req, &action, &volume, &index, NULL, NULL, error);
     if (r < 0)
         return r;
     if (action == PLACE_ACTION_CARVE) {

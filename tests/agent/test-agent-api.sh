@@ -146,6 +146,9 @@ PYEOF
 # loaded machine one round of fsyncs can take a while.
 probe_sampled() { curl -s --unix-socket "$SOCK" http://layoutd/metrics | has 'layoutd_volume_flush_probe_seconds_count{volume="state-0"} [1-9]'; }
 wait_for 90 probe_sampled || fail "flush probe never sampled state-0"
+# The figure placement weighs (slow_flush_factor): published per volume.
+recent_known() { [ "$(jget "$(api GET /v1/volumes/state-0)" "d['flush_probe']['recent_seconds'] is not None")" = True ]; }
+wait_for 30 recent_known || fail "no flush_probe.recent_seconds for state-0: $(api GET /v1/volumes/state-0)"
 
 # --- SIGHUP with a broken layout: the old one keeps running -------------
 cp "$L" "$L.good"

@@ -511,6 +511,7 @@ static void test_names(void **state) {
 /* One rule per line, each with its exact position. */
 static void test_rules(void **state) {
 #define HDR "version: 1\npools:\n  state:\n"
+    Layout *l;
     /* line 4, column 5 is the first key under the state pool */
     CHECK_STRING(HDR "    backend: loop-ext5\n", { 4, 14, "did you mean 'loop-ext4'?" });
     CHECK_STRING(HDR "    volume_size: 32MiB\n", { 4, 18, "ext4 needs at least 64MiB" });
@@ -576,8 +577,21 @@ static void test_rules(void **state) {
         layout_free(r);
         free(y);
     }
+    /* Placement by measured flush cost: on by default (4x, 20ms), 0 is
+     * off, 1 would be noise. */
+    l = parse_ok(HDR "    backend: loop-xfs\n");
+    assert_int_equal(layout_pool(l, POOL_STATE)->slow_flush_factor, 4);
+    assert_int_equal(layout_pool(l, POOL_STATE)->slow_flush_floor, 20 * USEC_PER_MSEC);
+    layout_free(l);
+    l = parse_ok(HDR "    slow_flush_factor: 0\n    slow_flush_floor: 250ms\n");
+    assert_int_equal(layout_pool(l, POOL_STATE)->slow_flush_factor, 0);
+    assert_int_equal(layout_pool(l, POOL_STATE)->slow_flush_floor, 250 * USEC_PER_MSEC);
+    layout_free(l);
+    CHECK_STRING(HDR "    slow_flush_factor: 1\n", { 4, 24, "slow_flush_factor: must be 0 (off) or at least 2" });
+    CHECK_STRING(HDR "    slow_flush_factor: 1001\n", { 4, 24, "must be between 0 and 1000" });
+    CHECK_STRING(HDR "    slow_flush_floor: 10us\n", { 4, 23, "slow_flush_floor: must be between" });
     /* an explicit min_volumes above the default max raises max */
-    Layout *l = parse_ok(HDR "    min_volumes: 20\n");
+    l = parse_ok(HDR "    min_volumes: 20\n");
     assert_int_equal(layout_pool(l, POOL_STATE)->max_volumes, 20);
     layout_free(l);
 
@@ -585,6 +599,7 @@ static void test_rules(void **state) {
     CHECK_STRING(CONTENT "    shards: 0\n", { 5, 13, "shards: must be between 1 and 64" });
     CHECK_STRING(CONTENT "    shards: 2\n    max_volumes: 3\n", { 6, 18, "max_volumes must equal shards (2)" });
     CHECK_STRING(CONTENT "    workspaces_per_volume: 3\n", { 5, 5, "applies to the state pool only" });
+    CHECK_STRING(CONTENT "    slow_flush_factor: 3\n", { 5, 5, "applies to the state pool only" });
     CHECK_STRING(CONTENT "    backend: vdo-xfs\n    vdo: {device: sdb}\n", { 6, 19, "expected an absolute path" });
     CHECK_STRING(CONTENT "    backend: vdo-xfs\n    vdo: {device: /srv/x}\n", { 6, 19, "below /dev/" });
     CHECK_STRING(CONTENT "    backend: vdo-xfs\n    shards: 2\n    vdo: {device: /dev/sdb}\n",

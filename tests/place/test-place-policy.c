@@ -274,6 +274,155 @@ static void test_sticky(void **state) {
     place_decision_done(&d);
 }
 
+/* Placement by measured flush cost: c's figure in ms (< 0: unknown). */
+static void set_flush(PlaceCandidate *c, double ms) {
+    c->flush_known = ms >= 0;
+    c->flush_usec = ms >= 0 ? (uint64_t) (ms * 1000) : 0;
+}
+
+static PlacePoolConfig cfg_flush(void) {
+    PlacePoolConfig cfg = cfg_default();
+    cfg.slow_flush_factor = 4;
+    cfg.slow_flush_floor_usec = 20 * USEC_PER_MSEC;
+    return cfg;
+}
+
+static void test_slow_flush(void **state) {
+    PlacePoolConfig cfg = cfg_flush();
+    PlaceRequest req = { .id = "w" };
+    PlaceDecision d = {};
+    PlaceCandidate c[] = {
+        CAND("state-0", 0, 0, "", GIB), /* spread's pick, but slow */
+        CAND("state-1", 1, 1, "", GIB),
+        CAND("state-2", 2, 2, "", GIB),
+    };
+    set_flush(&c[0], 480);
+    set_flush(&c[1], 2);
+    set_flush(&c[2], -1);
+
+    /* Slow (over the floor and 4x the fastest) while another can take it:
+     * passed over, with the figures in the explanation and in why. */
+    assert_int_equal(place_policy_decide(c, 3, &req, &cfg, &d), 0);
+    assert_int_equal(d.action, PLACE_ACTION_USE);
+    assert_string_equal(c[d.candidate].name, "state-1");
+    assert_int_equal(d.verdicts[2].candidate, 0);
+    assert_int_equal(d.verdicts[2].reason, PLACE_REASON_SLOW_FLUSH);
+    assert_int_equal(d.verdicts[2].flush_baseline_usec, 2000);
+    assert_non_null(strstr(d.explanation, "flushing slowly"));
+    assert_non_null(strstr(d.explanation, "480.0 ms"));
+    assert_non_null(strstr(d.explanation, "slow_flush_factor"));
+    _cleanup_free_ char *why = NULL;
+    assert_int_equal(place_decision_format_why(&d, c, 3, &req, &cfg, &why), 0);
+    assert_non_null(strstr(why, "flushes slowly, 480.0 ms recently"));
+    assert_non_null(strstr(why, "2.0 ms; slow_flush_factor"));
+    assert_non_null(strstr(why, "20.0 ms (slow_flush_floor)"));
+    assert_non_null(strstr(why, "flush 2.0 ms  <- chosen"));
+    assert_string_equal(place_reason_to_string(PLACE_REASON_SLOW_FLUSH), "slow-flush");
+    assert_int_equal(place_reason_from_string("slow-flush"), PLACE_REASON_SLOW_FLUSH);
+    place_decision_done(&d);
+
+    /* Off: the usual rule. */
+    cfg.slow_flush_factor = 0;
+    assert_int_equal(place_policy_decide(c, 3, &req, &cfg, &d), 0);
+    assert_string_equal(c[d.candidate].name, "state-0");
+    place_decision_done(&d);
+    cfg = cfg_flush();
+
+    /* Under the floor: idle volumes' jitter (15 ms against 0.1 ms is 150x)
+     * does not count. */
+    set_flush(&c[0], 15);
+    set_flush(&c[1], 0.1);
+    assert_int_equal(place_policy_decide(c, 3, &req, &cfg, &d), 0);
+    assert_string_equal(c[d.candidate].name, "state-0");
+    place_decision_done(&d);
+
+    /* Over the floor but within the factor of the fastest: not slow. */
+    set_flush(&c[0], 79);
+    set_flush(&c[1], 20);
+    assert_int_equal(place_policy_decide(c, 3, &req, &cfg, &d), 0);
+    assert_string_equal(c[d.candidate].name, "state-0");
+    place_decision_done(&d);
+    set_flush(&c[0], 81);
+    assert_int_equal(place_policy_decide(c, 3, &req, &cfg, &d), 0);
+    assert_string_equal(c[d.candidate].name, "state-1");
+    place_decision_done(&d);
+
+    /* No figures (probe off, or no sample yet): the usual rule. */
+    for (size_t i = 0; i < 3; i++)
+        set_flush(&c[i], -1);
+    assert_int_equal(place_policy_decide(c, 3, &req, &cfg, &d), 0);
+    assert_string_equal(c[d.candidate].name, "state-0");
+    place_decision_done(&d);
+
+    /* A fast figure of a volume out of service is no baseline. */
+    set_flush(&c[0], 480);
+    set_flush(&c[1], 1);
+    c[1].flags = PLACE_VOLUME_DEGRADED;
+    assert_int_equal(place_policy_decide(c, 3, &req, &cfg, &d), 0);
+    assert_string_equal(c[d.candidate].name, "state-0");
+    place_decision_done(&d);
+    c[1].flags = 0;
+
+    /* A sticky request goes back to its data, slow or not. */
+    set_flush(&c[1], 1);
+    req.sticky_volume = "state-0";
+    assert_int_equal(place_policy_decide(c, 3, &req, &cfg, &d), 0);
+    assert_string_equal(c[d.candidate].name, "state-0");
+    place_decision_done(&d);
+    req.sticky_volume = NULL;
+}
+
+static void test_slow_flush_all_slow(void **state) {
+    PlacePoolConfig cfg = cfg_flush();
+    PlaceRequest req = { .id = "w" };
+    PlaceDecision d = {};
+    /* The only volume with room is slow, the fast one is full: a new
+     * volume is carved rather than joining the busy one. */
+    PlaceCandidate c[] = {
+        CAND("state-0", 0, 1, "", GIB),
+        CAND("state-1", 1, 3, "", GIB), /* at the bound */
+        CAND("state-2", 2, 2, "", GIB),
+    };
+    set_flush(&c[0], 300);
+    set_flush(&c[1], 3);
+    set_flush(&c[2], 250);
+    assert_int_equal(place_policy_decide(c, 3, &req, &cfg, &d), 0);
+    assert_int_equal(d.action, PLACE_ACTION_CARVE);
+    assert_int_equal(d.carve_index, 3);
+    assert_non_null(strstr(d.explanation, "2 flushing slowly (up to 300.0 ms recently"));
+    assert_non_null(strstr(d.explanation, "carving state-3"));
+    place_decision_done(&d);
+
+    /* No new volume can be had: the usual rule over the slow ones, said
+     * so (a slow save beats a refused workspace). */
+    cfg.max_volumes = 3;
+    assert_int_equal(place_policy_decide(c, 3, &req, &cfg, &d), 0);
+    assert_int_equal(d.action, PLACE_ACTION_USE);
+    assert_string_equal(c[d.candidate].name, "state-0");
+    assert_non_null(strstr(d.explanation, "flushes slowly (up to 300.0 ms"));
+    assert_non_null(strstr(d.explanation, "placed by the usual rule"));
+    for (size_t i = 0; i < d.n_verdicts; i++)
+        assert_true(d.verdicts[i].reason != PLACE_REASON_SLOW_FLUSH);
+    place_decision_done(&d);
+    cfg.max_volumes = 8;
+    cfg.host_checked = true;
+    cfg.host_carvable = 0; /* host full: same fallback */
+    assert_int_equal(place_policy_decide(c, 3, &req, &cfg, &d), 0);
+    assert_int_equal(d.action, PLACE_ACTION_USE);
+    assert_string_equal(c[d.candidate].name, "state-0");
+    place_decision_done(&d);
+    cfg.host_checked = false;
+
+    /* Every volume equally slow (a busy host): none is slow relative to
+     * the others, nothing changes. */
+    c[1].n_workspaces = 0;
+    set_flush(&c[1], 200);
+    assert_int_equal(place_policy_decide(c, 3, &req, &cfg, &d), 0);
+    assert_int_equal(d.action, PLACE_ACTION_USE);
+    assert_string_equal(c[d.candidate].name, "state-1");
+    place_decision_done(&d);
+}
+
 static void test_invalid(void **state) {
     PlacePoolConfig cfg = cfg_default();
     PlaceRequest req = { .id = "w" };
@@ -635,6 +784,8 @@ int main(void) {
         cmocka_unit_test(test_host_full),
         cmocka_unit_test(test_sticky),
         cmocka_unit_test(test_invalid),
+        cmocka_unit_test(test_slow_flush),
+        cmocka_unit_test(test_slow_flush_all_slow),
         cmocka_unit_test(test_properties_random),
         cmocka_unit_test(test_spread_balance),
     };

@@ -650,6 +650,65 @@ static void test_carved_too_small(void **state) {
     f->ctx.observe = NULL;
 }
 
+/* state-0 flushes slowly, state-1 fast, newer volumes have no figure yet
+ * (as the agent's probe reports them through its observation). */
+static int observe_flush(void *userdata, const VolumeRecord *v, const char *mount, PlaceVolumeObservation *ret) {
+    int r = place_volume_observe_default(v, mount, ret);
+    if (r >= 0 && v->index < 2) {
+        ret->flush_known = true;
+        ret->flush_usec = v->index == 0 ? 350 * USEC_PER_MSEC : 1 * USEC_PER_MSEC;
+    }
+    return r;
+}
+
+static const char *volume_of(Fixture *f, const char *id) {
+    WorkspaceRecord *w = place_workspace_get(f->record, id);
+    assert_non_null(w);
+    return w->volume;
+}
+
+/* Placement by measured flush cost through the whole create path (the
+ * layout's defaults: slow_flush_factor 4, slow_flush_floor 20ms): the
+ * slow volume is passed over while the fast one has room, a new volume
+ * is carved rather than joining it, and only when nothing else can take
+ * a workspace does it go there. */
+static void test_slow_flush_avoided(void **state) {
+    Fixture *f = *state;
+    const Pool *p = layout_pool(f->layout, POOL_STATE);
+    assert_int_equal(p->slow_flush_factor, 4);
+    assert_int_equal(p->slow_flush_floor, 20 * USEC_PER_MSEC);
+    f->ctx.observe = observe_flush;
+
+    PlaceCreateRequest req = { .id = "q1" };
+    PlaceDecision d = {};
+    PlaceCandidate *cands = NULL;
+    size_t n = 0;
+    PlacePoolConfig cfg;
+    assert_int_equal(place_workspace_explain(&f->ctx, &req, &d, &cands, &n, &cfg), 0);
+    _cleanup_free_ char *why = NULL;
+    PlaceRequest preq = { .id = "q1" };
+    assert_int_equal(place_decision_format_why(&d, cands, n, &preq, &cfg, &why), 0);
+    assert_non_null(strstr(why, "state-0      rejected: flushes slowly, 350.0 ms recently"));
+    assert_non_null(strstr(why, "state-1      rank 1"));
+    free(cands);
+    place_decision_done(&d);
+
+    create_ok(f, "q1", NULL, false);
+    assert_string_equal(volume_of(f, "q1"), "state-1"); /* spread alone: state-0 */
+    create_ok(f, "q2", NULL, false);
+    assert_string_equal(volume_of(f, "q2"), "state-1");
+    assert_int_equal(f->carves, 0);
+    create_ok(f, "q3", NULL, false); /* state-1 at its bound: carve */
+    assert_string_equal(volume_of(f, "q3"), "state-2");
+    assert_int_equal(f->carves, 1);
+    create_ok(f, "q4", NULL, false); /* no figure yet: not slow */
+    assert_string_equal(volume_of(f, "q4"), "state-2");
+    create_ok(f, "q5", NULL, false); /* max_volumes reached: the slow one after all */
+    assert_string_equal(volume_of(f, "q5"), "state-0");
+    assert_int_equal(f->carves, 1);
+    f->ctx.observe = NULL;
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test_setup_teardown(test_create_elastic_and_full, setup, teardown),
@@ -661,6 +720,7 @@ int main(void) {
         cmocka_unit_test_setup_teardown(test_flush_scope_and_list, setup, teardown),
         cmocka_unit_test_setup_teardown(test_readonly_never_used, setup, teardown),
         cmocka_unit_test_setup_teardown(test_carved_too_small, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_slow_flush_avoided, setup, teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

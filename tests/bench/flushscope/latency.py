@@ -15,6 +15,11 @@ invocation, order shuffled per (N, H, rate):
   layoutd-b3-wscap     as layoutd-b3, per-volume writeback caps (arms.WSCAP)
   layoutd-b3-prealloc  as layoutd-b3, preallocate: true (both pools)
   solo                 as layoutd-b3, the heavy workspaces exist but idle
+  layoutd-b3-flushplace  as layoutd-b3 with the flush probe every second and
+                       placement by measured flush cost (slow_flush_factor 4,
+                       slow_flush_floor's default): the heavy workspaces are created and
+                       writing first, the probe sees their volumes, then the
+                       quiet ones are placed (volumes may be carved for them)
 
 and, only when named in --arms (they need a cpu cgroup controller):
 
@@ -66,6 +71,9 @@ ARMS = {
                                             "agent's per-daemon scopes give without the harness's help)"),
     "shared-cpugroups": dict(storage="shared", cpugroups="all",
                              doc="as shared, with layoutd-b3-cpugroups' CPU cgroups"),
+    "layoutd-b3-flushplace": dict(storage="volumes", flushplace=True,
+                                  doc="as layoutd-b3, flush probe every 1s and placement by measured flush cost: "
+                                      "heavy ones created and writing first, quiet ones placed after the probe saw them"),
 }
 # Not in a default run: cgroups are a host property, and these arms need
 # root and a cpu controller (v1 or v2). Name them in --arms.
@@ -73,6 +81,7 @@ OPTIONAL = {"layoutd-b3-cpugroups", "layoutd-b3-cpugroups-daemon", "shared-cpugr
 ORDER = [a for a in ARMS if a not in OPTIONAL]
 BOUND = 3
 KEEP_BYTES = 256 << 20   # a heavy workspace keeps its last 256 MiB of files
+WARM_S = 45              # flushplace: heavy writers run this long before the quiet saves start
 PCTS = (50, 95, 99, 99.9)
 
 
@@ -133,10 +142,14 @@ def layout_yaml(c, root, spec, n, h, rate_mb):
         # every heavy byte ends up there (gc off); what a solo arm writes
         # is small, so it is sized as the loaded arms for the same carve.
         vs = 1024
+        # flushplace: room for the quiet ones away from the heavy ones
+        # (placement carves them when every volume with room is slow).
+        maxv = max(nvol, int(math.ceil((n - h) / BOUND)) + h) if spec.get("flushplace") else nvol
         cs = int(math.ceil((h * rate_mb * 1e6 * c.duration * 1.25 + (1 << 30)) / (1 << 20) / 64.0)) * 64
         extra = lambda role: ((f", writeback: {{max_bytes: {WSCAP[role]}, strict_limit: true}}"
-                               if spec.get("wscap") else "") + (", preallocate: true" if spec.get("prealloc") else ""))
-        pools = f"""  state: {{backend: loop-xfs, volume_size: {vs}MiB, min_volumes: {nvol}, max_volumes: {nvol}, workspaces_per_volume: {BOUND}, direct_io: true{extra("state")}}}
+                               if spec.get("wscap") else "") + (", preallocate: true" if spec.get("prealloc") else "")
+                               + (", slow_flush_factor: 4" if role == "state" and spec.get("flushplace") else ""))
+        pools = f"""  state: {{backend: loop-xfs, volume_size: {vs}MiB, min_volumes: {nvol}, max_volumes: {maxv}, workspaces_per_volume: {BOUND}, direct_io: true{extra("state")}}}
   content: {{backend: loop-xfs, volume_size: {cs}MiB, shards: 1, direct_io: true, gc: false{extra("content")}}}"""
     return f"""# isolation benchmark, arm {spec['name']}, N={n} H={h} (generated)
 version: 1
@@ -152,12 +165,13 @@ workspace:
   on_agent_stop: stop
 api:
   socket: {sock}
-  flush_probe_interval: 0
+  flush_probe_interval: {"1s" if spec.get("flushplace") else "0"}
 """
 
 
-def start(c, agent, n):
-    for i in range(n):
+def start(c, agent, n, first=0):
+    """Creates ws-FIRST..ws-(N-1) and waits until all N daemons run."""
+    for i in range(first, n):
         st, v = api(agent.sock, "POST", "/v1/workspaces", {"id": f"ws-{i}"})
         if st // 100 != 2:
             raise RuntimeError(f"POST ws-{i}: {st} {v}")
@@ -172,7 +186,14 @@ def start(c, agent, n):
     with open(c.daemon_pidfile, "a") as f:
         for w in ws.values():
             f.write(f"{w['daemon']['pid']}\n")
-    return [ws[f"ws-{i}"] for i in range(n)]
+    return [ws[f"ws-{i}"] for i in range(first, n)]
+
+
+def flush_figures(agent):
+    """Each volume's recent flush cost as placement weighs it (ms), or None."""
+    vols = (api(agent.sock, "GET", "/v1/volumes")[1] or {}).get("volumes", [])
+    return {v["name"]: (None if (v.get("flush_probe") or {}).get("recent_seconds") is None
+                        else round(v["flush_probe"]["recent_seconds"] * 1000, 2)) for v in vols}
 
 
 def run_arm(c, n, h, rate_mb, arm, order):
@@ -184,14 +205,38 @@ def run_arm(c, n, h, rate_mb, arm, order):
         f.write(layout_yaml(c, root, spec, n, h, rate_mb))
     rec = {"n": n, "h": h, "rate_MBps": rate_mb if not spec.get("solo") else 0, "arm": arm, "order": order,
            "duration_s": c.duration, "ok": False, "error": None, "wall_start": time.time()}
-    agent, ws, groups = None, [], None
+    agent, ws, pre, groups = None, [], [], None
     try:
         t = time.monotonic()
         agent = Agent(c, root, layout)
         vols = agent.ready()
         rec["carve_s"] = round(time.monotonic() - t, 3)
         rec["volumes"] = [{k: v.get(k) for k in ("name", "backend", "device", "direct_io")} for v in vols]
-        ws = start(c, agent, n)
+        pre, start_at = [], None
+        if spec.get("flushplace"):
+            # The heavy ones first, writing, until the probe has three
+            # samples of their volumes; then the quiet ones are placed.
+            ws = start(c, agent, h)
+            t0 = time.time_ns() + int(1e9)
+            for i, w in enumerate(ws):
+                cmd = [c.worker, "--dir", w["mountpoint"], "--role", "heavy", "--start-at", str(t0),
+                       "--duration", str(WARM_S + c.duration + 30), "--seed", str(c.seed * 1000 + i), "--id", w["id"],
+                       "--period-ms", str(c.period_ms), "--keep-bytes", str(KEEP_BYTES), "--rate", str(int(rate_mb * 1e6))]
+                pre.append((w["id"], subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)))
+            hvols = {w["volume"] for w in ws}
+
+            def seen():
+                f = flush_figures(agent)
+                return f if time.time_ns() > t0 + 5e9 and all(f.get(v) is not None for v in hvols) else None
+            rec["flush_ms_before_quiet"] = poll(seen, 60, "the flush probe to measure the heavy volumes", interval=0.5)
+            log(f"flush figures before the quiet ones are placed (ms): {rec['flush_ms_before_quiet']}")
+            ws += start(c, agent, n, first=h)
+            start_at = max(t0 + int(WARM_S * 1e9), time.time_ns() + int((1.0 + 0.05 * n) * 1e9))
+            if start_at + c.duration * 1e9 > t0 + (WARM_S + c.duration + 30) * 1e9:
+                rec["note"] = "placing the quiet ones took so long that the heavy writers stop before the end"
+            rec["flush_ms_after"] = flush_figures(agent)
+        else:
+            ws = start(c, agent, n)
         if spec.get("cpugroups"):
             groups = CpuGroups(f"layoutd-iso-{os.getpid()}")
             for w in ws:
@@ -213,11 +258,11 @@ def run_arm(c, n, h, rate_mb, arm, order):
         rec["jbd2_before"] = jbd2_host()
         wait0 = {w["id"]: sched_wait_ns(w["daemon"].get("pid")) for w in ws}
         st0 = {w["id"]: wsfs_stats(f"{root}/stats/{w['id']}.json") for w in ws}
-        start_at = time.time_ns() + int((1.0 + 0.05 * n) * 1e9)
-        procs = []
+        start_at = start_at or time.time_ns() + int((1.0 + 0.05 * n) * 1e9)
+        procs = list(pre)
         for i, w in enumerate(ws):
             role = rec["placement"][w["id"]]["role"]
-            if role == "heavy" and spec.get("solo"):
+            if role == "heavy" and (spec.get("solo") or spec.get("flushplace")):
                 continue
             cmd = [c.worker, "--dir", w["mountpoint"], "--role", role, "--start-at", str(start_at),
                    "--duration", str(c.duration), "--seed", str(c.seed * 1000 + i), "--id", w["id"],
@@ -278,6 +323,10 @@ def run_arm(c, n, h, rate_mb, arm, order):
         rec["error"] = str(e)
         log(f"N={n} H={h} rate={rate_mb} {arm}: FAILED: {e}")
     finally:
+        for _, p in pre:  # a heavy writer started early never outlives its arm
+            if p.poll() is None:
+                p.kill()
+                p.communicate()
         if agent:
             try:
                 for w in ws:
