@@ -65,7 +65,8 @@ static void pool_defaults(Pool *pool, PoolRole role) {
         .workspace_reserve = role == POOL_STATE ? 64 * MIB : 0,
         .workspace_reserve_inodes = role == POOL_STATE ? 4096 : 0,
         .quota_overcommit = role == POOL_STATE ? 100 : 0,
-        .slow_flush_factor = role == POOL_STATE ? 4 : 0,
+        /* Off until its effect is measured (docs/placement.md). */
+        .slow_flush_factor = 0,
         .slow_flush_floor = role == POOL_STATE ? 20 * USEC_PER_MSEC : 0,
         .shards = 1,
         .capacity = { .warn = 80, .critical = 95 },

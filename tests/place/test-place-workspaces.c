@@ -76,6 +76,7 @@ static int setup(void **state) {
                          "    workspaces_per_volume: 2\n"
                          "    workspace_reserve: 1MiB\n"
                          "    workspace_reserve_inodes: 16\n"
+                         "    slow_flush_factor: 4\n"
                          "  content:\n"
                          "    backend: dir\n"
                          "    shards: 1\n"
@@ -667,8 +668,8 @@ static const char *volume_of(Fixture *f, const char *id) {
     return w->volume;
 }
 
-/* Placement by measured flush cost through the whole create path (the
- * layout's defaults: slow_flush_factor 4, slow_flush_floor 20ms): the
+/* Placement by measured flush cost through the whole create path
+ * (slow_flush_factor 4, the default slow_flush_floor 20ms): the
  * slow volume is passed over while the fast one has room, a new volume
  * is carved rather than joining it, and only when nothing else can take
  * a workspace does it go there. */
