@@ -230,32 +230,6 @@ int backend_step_detach(VolumeSetup *s, const PlanStep *p, ApplyStepResult *sr) 
     return 0;
 }
 
-/* A preallocated backing file must stay allocated: the loop driver turns
- * a discard from the filesystem above (fstrim, a host's fstrim.timer, a
- * discard mount option) into a hole punched in its backing file, giving
- * the preallocated space back to the host, to be allocated again by
- * writes. So discards are off on its device (the filesystem then calls
- * them unsupported); on a sparse pool's they are on, the way freed space
- * goes back to the host. At attach the option does it; a device attached
- * meanwhile, and one that grew (in case the kernel recomputed the queue's
- * limits; also where the pool just turned preallocate on), get it set
- * here. A failure is noted, not fatal: the
- * volume works, only its space may be punched out again. */
-static void volume_setup_discard(VolumeSetup *s, uint64_t read_back, bool known) {
-    if (!s->pool || !s->loop_node)
-        return;
-    bool prealloc = s->pool->preallocate;
-    int r = 0;
-    if (!known)
-        r = loop_device_set_discard(s->loop_node, !prealloc, &read_back);
-    else if (prealloc && read_back != 0)
-        r = -EOPNOTSUPP;
-    if (r < 0 && prealloc)
-        apply_volume_result_note(s->result, "%s: discards could not be turned off (%s): an fstrim of the volume "
-                                            "would punch holes in its preallocated backing file",
-                                 s->loop_node, strerror(-r));
-}
-
 int backend_step_attach(VolumeSetup *s, const PlanStep *p, ApplyStepResult *sr) {
     LoopInfo info = {};
     int r = loop_device_find_by_backing_file(p->path, &info);
@@ -266,18 +240,12 @@ int backend_step_attach(VolumeSetup *s, const PlanStep *p, ApplyStepResult *sr) 
         s->loop_devno = info.devno;
         loop_info_done(&info);
         apply_step_result_message(sr, "already attached to %s", s->loop_node);
-        volume_setup_discard(s, 0, false);
         return 0;
     }
     loop_info_done(&info);
 
     bool fallback = false;
-    LoopAttachOptions o = {
-        .direct_io = p->direct_io,
-        .block_size = 0,
-        .autoclear = false,
-        .no_discard = s->pool && s->pool->preallocate,
-    };
+    LoopAttachOptions o = { .direct_io = p->direct_io, .block_size = 0, .autoclear = false };
     r = loop_device_attach(p->path, &o, &info, &fallback);
     if (r == -ENXIO || r == -EBUSY) {
         apply_step_result_message(sr, "no free loop device for %s (all in use, or max_loop reached): %s", p->path,
@@ -306,9 +274,8 @@ int backend_step_attach(VolumeSetup *s, const PlanStep *p, ApplyStepResult *sr) 
                                             "%s is attached buffered",
                                  p->path, info.node);
     } else
-        apply_step_result_message(sr, "%s (direct_io=%d, logical block size %u%s)", info.node, info.direct_io,
-                                  info.logical_block_size, info.discard_max_bytes == 0 ? ", discards off" : "");
-    volume_setup_discard(s, info.discard_max_bytes, true);
+        apply_step_result_message(sr, "%s (direct_io=%d, logical block size %u)", info.node, info.direct_io,
+                                  info.logical_block_size);
     loop_info_done(&info);
 
     /* A loop device's bdi keeps the writeback limits of its previous user
@@ -604,9 +571,6 @@ int backend_grow_storage(VolumeSetup *s, const PlanStep *p, uint64_t *ret_new_si
         apply_step_result_message(sr, "cannot refresh the size of %s: %s", s->loop_node, strerror(-r));
         return r;
     }
-    /* Also where the pool turned preallocate on: its holes were just
-     * filled, and they stay filled from now on. */
-    volume_setup_discard(s, 0, false);
     *ret_new_size = newsize;
     return 0;
 }

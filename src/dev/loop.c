@@ -109,14 +109,6 @@ static int loop_info_from_fd(int fd, const char *node, LoopInfo *ret) {
     else if (ioctl(fd, BLKGETSIZE64, &info.size) < 0)
         return negative_errno();
 
-    free(p);
-    p = NULL;
-    r = dev_sysfs_path(st.st_rdev, "queue/discard_max_bytes", &p);
-    if (r < 0)
-        return r;
-    if (dev_read_u64_file(p, &info.discard_max_bytes) < 0)
-        info.discard_max_bytes = UINT64_MAX;
-
     *ret = info;
     info = (LoopInfo) {};
     return 0;
@@ -212,62 +204,6 @@ int loop_choose_block_size(const char *path, bool direct_io, unsigned *ret) {
     return 0;
 }
 
-static int set_discard_devno(dev_t devno, bool allow, uint64_t *ret_max_bytes) {
-    _cleanup_free_ char *p = NULL;
-    uint64_t want = 0, got;
-    int r = dev_sysfs_path(devno, "queue/discard_max_bytes", &p);
-    if (r < 0)
-        return r;
-    r = dev_read_u64_file(p, &got);
-    if (r < 0)
-        return r;
-    if (allow) {
-        /* On already (the kernel's default, or someone's own smaller
-         * limit): left as it is. */
-        if (got > 0)
-            goto done;
-        _cleanup_free_ char *hw = NULL, *gran = NULL;
-        uint64_t g = 0;
-        if (dev_sysfs_path(devno, "queue/discard_max_hw_bytes", &hw) < 0 ||
-            dev_sysfs_path(devno, "queue/discard_granularity", &gran) < 0)
-            return -ENOMEM;
-        r = dev_read_u64_file(hw, &want);
-        if (r < 0)
-            return r;
-        /* The kernel refuses (EINVAL) a limit that is not a multiple of
-         * the granularity, and a loop device's hw maximum (UINT_MAX
-         * sectors rounded to 512) is not one of 4096. */
-        if (dev_read_u64_file(gran, &g) >= 0 && g > 0)
-            want -= want % g;
-        if (want == 0)
-            goto done; /* the device cannot discard at all */
-    } else if (got == 0)
-        goto done;
-    char buf[32];
-    snprintf(buf, sizeof(buf), "%" PRIu64, want);
-    r = write_string_file(p, buf);
-    if (r < 0)
-        return r;
-    r = dev_read_u64_file(p, &got);
-    if (r < 0)
-        return r;
-done:
-    if (ret_max_bytes)
-        *ret_max_bytes = got;
-    return (got == 0) == !allow || (allow && want == 0) ? 0 : -EOPNOTSUPP;
-}
-
-int loop_device_set_discard(const char *node, bool allow, uint64_t *ret_max_bytes) {
-    struct stat st;
-    if (isempty(node))
-        return -EINVAL;
-    if (stat(node, &st) < 0)
-        return negative_errno();
-    if (!S_ISBLK(st.st_mode) || major(st.st_rdev) != LOOP_MAJOR)
-        return -ENOTTY;
-    return set_discard_devno(st.st_rdev, allow, ret_max_bytes);
-}
-
 /* Opens the backing file; with dio, O_DIRECT as systemd does: the loop
  * driver then turns LO_FLAGS_DIRECT_IO on by itself and the backing fd
  * never holds page cache that would alias the loop's direct I/O. */
@@ -281,7 +217,7 @@ static int open_backing(const char *path, bool dio) {
  * when direct I/O was asked but is off after setup (the device has been
  * released again; caller falls back to buffered), -errno, 0 with *ret. */
 static int loop_configure_nr(int nr, int backing_fd, const char *path, unsigned bs, bool dio,
-                             bool autoclear, bool no_discard, LoopInfo *ret) {
+                             bool autoclear, LoopInfo *ret) {
     _cleanup_free_ char *node = NULL;
     if (asprintf(&node, "/dev/loop%d", nr) < 0)
         return -ENOMEM;
@@ -320,15 +256,6 @@ static int loop_configure_nr(int nr, int backing_fd, const char *path, unsigned 
     /* From here the device is ours: any failure must release it again.
      * We are the only opener (under our lock), so LOOP_CLR_FD takes effect
      * when fd is closed, synchronously. */
-
-    /* The queue's discard limit is what its previous user left (it
-     * survives detach): set it as this caller asks, before anyone can
-     * open the device. Not fatal: the caller reads it back in
-     * info.discard_max_bytes and says so. */
-    struct stat st;
-    if (fstat(fd, &st) >= 0)
-        (void) set_discard_devno(st.st_rdev, !no_discard, NULL);
-
     _cleanup_(loop_info_donep) LoopInfo info = {};
     int r = loop_info_from_fd(fd, node, &info);
     if (r < 0)
@@ -408,7 +335,7 @@ int loop_device_attach(const char *path, const LoopAttachOptions *opts, LoopInfo
             return -ENXIO;
         }
 
-        r = loop_configure_nr(nr, backing_fd, path, bs, dio, opts->autoclear, opts->no_discard, ret);
+        r = loop_configure_nr(nr, backing_fd, path, bs, dio, opts->autoclear, ret);
         if (r >= 0)
             break;
 

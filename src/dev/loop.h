@@ -26,8 +26,6 @@ typedef struct LoopInfo {
     bool read_only;
     unsigned logical_block_size; /* queue/logical_block_size */
     uint64_t size;           /* bytes, sysfs size * 512 */
-    uint64_t discard_max_bytes; /* queue/discard_max_bytes: 0 = discards off
-                                   (UINT64_MAX: could not be read) */
 } LoopInfo;
 
 /* Frees the members of *i and zeroes it; accepts a zeroed struct. */
@@ -37,7 +35,6 @@ typedef struct LoopAttachOptions {
     bool direct_io;          /* ask for LO_FLAGS_DIRECT_IO */
     unsigned block_size;     /* 0 = choose: the backing fs's logical block size (st_blksize / BLKSSZGET of the backing bdev), at least 512; 4096 when direct_io on a 4K fs */
     bool autoclear;          /* see docs; the volumes engine passes false (documented choice) */
-    bool no_discard;         /* discards off (loop_device_set_discard); else on */
 } LoopAttachOptions;
 
 /*
@@ -83,20 +80,6 @@ int loop_device_detach(const char *node);
  * Returns: <0 on error, 0 on success.
  */
 int loop_device_refresh_size(const char *node, uint64_t *ret_size);
-
-/*
- * Turns discards on a loop device off (allow false: queue/discard_max_bytes
- * 0, so the filesystem above reports discard as unsupported and the loop
- * driver never punches a hole into the backing file) or back on (allow:
- * when they are off, the device's own maximum, discard_max_hw_bytes,
- * rounded down to the discard granularity). The setting lives on the
- * device's queue and outlives a detach, so attach sets it one way or the
- * other every time (LoopAttachOptions.no_discard). *ret_max_bytes (may be
- * NULL): the value read back.
- * Returns: -EOPNOTSUPP when the kernel did not take it (read back), -errno,
- * 0.
- */
-int loop_device_set_discard(const char *node, bool allow, uint64_t *ret_max_bytes);
 
 /* Additions beyond dev-api.md: */
 
