@@ -236,21 +236,22 @@ for m in re.finditer(r"(?:static\s+)?const\s+char\s*\*\s*const\s+(\w+)\[\w*\]\s*
         f = re.findall(r"\n(?:static\s+)?[\w\s\*]+?\b(\w+)\s*\([^;{]*\)\s*\{", before)
         name = "%s:keys" % (f[-1] if f else "?")
     arrays[name] = [x for x in literals(m.group(2))]
-qualify = {  # table -> (layout.md section, prefix of its keys there)
-    "parse_top:keys": ("top", ""),
-    "pool_keys": ("pools", ""),
-    "writeback_keys": ("pools", "writeback."),
-    "capacity_keys": ("pools", "capacity."),
-    "growth_keys": ("pools", "growth."),
-    "gc_keys": ("pools", "gc."),
-    "vdo_keys": ("vdo", ""),
-    "workspace_keys": ("workspace", ""),
-    "backoff_keys": ("workspace", "backoff."),
-    "crash_keys": ("workspace", "crash_loop."),
-    "resources_keys": ("workspace", "resources."),
-    "parse_api:keys": ("api", ""),
-    "layout_placeholders": ("placeholders", ""),
-}
+qualify = [  # (table, layout.md section, prefix of its keys there); a table may serve several
+    ("parse_top:keys", "top", ""),
+    ("pool_keys", "pools", ""),
+    ("writeback_keys", "pools", "writeback."),
+    ("writeback_keys", "workspace", "writeback."),
+    ("capacity_keys", "pools", "capacity."),
+    ("growth_keys", "pools", "growth."),
+    ("gc_keys", "pools", "gc."),
+    ("vdo_keys", "vdo", ""),
+    ("workspace_keys", "workspace", ""),
+    ("backoff_keys", "workspace", "backoff."),
+    ("crash_keys", "workspace", "crash_loop."),
+    ("resources_keys", "workspace", "resources."),
+    ("parse_api:keys", "api", ""),
+    ("layout_placeholders", "placeholders", ""),
+]
 sections = {
     "top": r"^Top level$",
     "pools": r"^Pools: ",
@@ -260,7 +261,7 @@ sections = {
     "api": r"^`api`$",
 }
 code_keys = {s: set() for s in sections}
-for table_name, (sec, prefix) in qualify.items():
+for table_name, sec, prefix in qualify:
     if table_name not in arrays:
         problems.append("layout key: table %s not found in src/layout (renamed?)" % table_name)
         continue
