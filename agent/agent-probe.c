@@ -356,8 +356,8 @@ static int cmp_usec(const void *a, const void *b) {
 /* The figure placement weighs (docs/placement.md, "Measured flush cost"):
  * the lower median of the last FLUSH_PROBE_RECENT samples, so that one
  * slow fsync (a host journal commit that lands on an idle volume) does
- * not count and a volume slow in two probes out of three does. None when
- * the probe is off, failing there, or its latest sample is older than
+ * not count and a volume slow in two probes out of three does. None
+ * before two samples, and when the probe is off, failing there, or its latest sample is older than
  * four intervals while no probe is running (a pause, or a reload that
  * turned it off: the samples stay, and say nothing of now). A probe that
  * is still stuck in fsync keeps the figures: what they said is still
@@ -365,7 +365,9 @@ static int cmp_usec(const void *a, const void *b) {
 static bool probe_flush_cost(Agent *a, const char *volume, usec_t *ret) {
     usec_t interval = agent_layout(a)->api.flush_probe_interval;
     const FlushProbe *p = agent_flush_probe_find(a, volume);
-    if (interval == 0 || !p || p->last_error != 0 || p->n_recent == 0)
+    /* Two samples at least: the lower median of one would be that one
+     * fsync, which is what the median is there to discount. */
+    if (interval == 0 || !p || p->last_error != 0 || p->n_recent < 2)
         return false;
     if (!a->probe->prober && now_usec(CLOCK_REALTIME) > p->at + 4 * interval)
         return false;

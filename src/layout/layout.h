@@ -186,7 +186,7 @@ typedef struct Pool {
     unsigned slow_flush_factor;      /* state only: placement passes over a
                                         volume whose recent flush probe is
                                         more than this many times the pool's
-                                        fastest ... ; default 4, 0 = off */
+                                        fastest ... ; default 0 (off) */
     usec_t slow_flush_floor;         /* ... and at least this; default 20ms */
     unsigned shards;                 /* content pool only: number of shards
                                         (= volumes); 1 for the state pool */

@@ -577,14 +577,14 @@ static void test_rules(void **state) {
         layout_free(r);
         free(y);
     }
-    /* Placement by measured flush cost: on by default (4x, 20ms), 0 is
-     * off, 1 would be noise. */
+    /* Placement by measured flush cost: off by default (0; the floor
+     * 20ms), 1 would be noise. */
     l = parse_ok(HDR "    backend: loop-xfs\n");
     assert_int_equal(layout_pool(l, POOL_STATE)->slow_flush_factor, 0);
     assert_int_equal(layout_pool(l, POOL_STATE)->slow_flush_floor, 20 * USEC_PER_MSEC);
     layout_free(l);
-    l = parse_ok(HDR "    slow_flush_factor: 0\n    slow_flush_floor: 250ms\n");
-    assert_int_equal(layout_pool(l, POOL_STATE)->slow_flush_factor, 0);
+    l = parse_ok(HDR "    slow_flush_factor: 4\n    slow_flush_floor: 250ms\n");
+    assert_int_equal(layout_pool(l, POOL_STATE)->slow_flush_factor, 4);
     assert_int_equal(layout_pool(l, POOL_STATE)->slow_flush_floor, 250 * USEC_PER_MSEC);
     layout_free(l);
     CHECK_STRING(HDR "    slow_flush_factor: 1\n", { 4, 24, "slow_flush_factor: must be 0 (off) or at least 2" });
