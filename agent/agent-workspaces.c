@@ -1249,7 +1249,6 @@ json_object *agent_workspace_json(Agent *a, const WorkspaceRecord *w) {
     J_ADD("creating", json_object_new_boolean(w->creating));
     J_ADD("volume", JSTR(w->volume));
     J_ADD("cgroup", agent_cgroups_workspace_json(a, w->id));
-    J_ADD("writeback", agent_writeback_workspace_json(a, w->id));
     J_ADD("state_dir", JSTR(w->state_dir));
     J_ADD("mountpoint", JSTR(w->mountpoint));
     J_ADD("labels", agent_labels_json(w->labels));

@@ -25,7 +25,6 @@
 static const AgentModule *const agent_modules[] = {
     &agent_capacity_module, &agent_gc_module,    &agent_cgroups_module,    &agent_vdo_module,
     &agent_probe_module,    &agent_check_module, &agent_workspaces_module, &agent_quota_module,
-    &agent_writeback_module,
 };
 
 #define FOREACH_MODULE(m) for (const AgentModule *const *m = agent_modules; m < agent_modules + ELEMENTSOF(agent_modules); m++)

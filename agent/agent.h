@@ -41,8 +41,6 @@
  *   agent-cgroups.c     a systemd scope (cgroup) per daemon, with limits;
  *                       its CPU, memory, I/O and pressure
  *   agent-vdo.c         vdo-xfs: periodic fstrim, mode changes logged
- *   agent-writeback.c   each daemon's FUSE mount's dirty limit (its bdi),
- *                       from workspace.writeback
  * Some modules still call another's functions directly: see the comment
  * above AgentModule, and docs/architecture.md.
  *
@@ -101,7 +99,6 @@ typedef struct AgentCheck AgentCheck;
 typedef struct AgentCapacity AgentCapacity;
 typedef struct AgentProbe AgentProbe;
 typedef struct AgentQuota AgentQuota;
-typedef struct AgentWriteback AgentWriteback;
 typedef struct JobEnded JobEnded;
 
 typedef struct Agent {
@@ -154,8 +151,6 @@ typedef struct Agent {
 
     AgentProbe *probe;           /* agent-probe.c: flush costs, daemons' figures */
     AgentQuota *quota;           /* agent-quota.c: quota usage, read with the probe */
-    AgentWriteback *writeback;   /* agent-writeback.c: FUSE mounts' bdi limits;
-                                    NULL until a daemon runs */
 
     AgentWorkspaces *workspaces; /* agent-workspaces.c: carves, waiters, counters */
 
@@ -180,8 +175,7 @@ typedef struct Agent {
  *     (agent_quota_probe_args, agent_quota_merge);
  *   - quota answers PUT .../quota with agent_workspace_json;
  *   - workspaces calls capacity (agent_capacity_growable), cgroups
- *     (agent_cgroups_workspace_json), writeback
- *     (agent_writeback_workspace_json), the probe
+ *     (agent_cgroups_workspace_json), the probe
  *     (agent_daemon_stats, agent_daemon_stats_path) and quota
  *     (agent_quota_workspace_json, agent_quota_problems).
  */
@@ -231,7 +225,6 @@ extern const AgentModule agent_probe_module;
 extern const AgentModule agent_check_module;
 extern const AgentModule agent_workspaces_module;
 extern const AgentModule agent_quota_module;
-extern const AgentModule agent_writeback_module;
 
 /* agent-quota.c */
 /* The probe's "quotas" argument: the workspaces whose usage to read. */
@@ -402,12 +395,6 @@ json_object *agent_capacity_json(Agent *a);
 /* agent-cgroups.c */
 /* A workspace's cgroup object, or NULL when it has none. */
 json_object *agent_cgroups_workspace_json(Agent *a, const char *id);
-
-/* agent-writeback.c */
-/* A workspace's "writeback" object (its FUSE mount's bdi limits, read back
- * after the agent set them: {bdi, max_ratio, max_bytes, strict_limit,
- * error}), or NULL while its daemon does not run. */
-json_object *agent_writeback_workspace_json(Agent *a, const char *id);
 
 /* agent-gc.c */
 /* POST /v1/gc: a sweep now (dry_run: report only). Returns 1 (op goes on)
