@@ -153,20 +153,6 @@ static void capacity_to_json(Out *o, json_object *j, const Pool *p) {
     }
 }
 
-/* Only the knobs that are set: an unset one is the kernel's. */
-static json_object *writeback_to_json(Out *o, const WritebackLimits *w) {
-    json_object *wb = new_object(o);
-    if (!wb)
-        return NULL;
-    if (w->max_ratio >= 0)
-        add_u64(o, wb, "max_ratio", (uint64_t) w->max_ratio);
-    if (w->max_bytes > 0)
-        add_size(o, wb, "max_bytes", w->max_bytes);
-    if (w->strict_limit >= 0)
-        add_bool(o, wb, "strict_limit", w->strict_limit > 0);
-    return wb;
-}
-
 static json_object *pool_to_json(Out *o, const Pool *p) {
     json_object *j = json_object_new_object();
     if (!j) {
@@ -188,7 +174,18 @@ static json_object *pool_to_json(Out *o, const Pool *p) {
     if (!dir)
         add_bool(o, j, "preallocate", p->preallocate);
     if (!dir) {
-        add(o, j, "writeback", writeback_to_json(o, &p->writeback));
+        json_object *wb = json_object_new_object();
+        if (!wb)
+            o->r = -ENOMEM;
+        else {
+            if (p->writeback.max_ratio >= 0)
+                add_u64(o, wb, "max_ratio", (uint64_t) p->writeback.max_ratio);
+            if (p->writeback.max_bytes > 0)
+                add_size(o, wb, "max_bytes", p->writeback.max_bytes);
+            if (p->writeback.strict_limit >= 0)
+                add_bool(o, wb, "strict_limit", p->writeback.strict_limit > 0);
+            add(o, j, "writeback", wb);
+        }
         add_strv(o, j, "mkfs_options", p->mkfs_options);
         add_str(o, j, "mount_options", p->mount_options);
     }
@@ -286,7 +283,6 @@ static json_object *workspace_to_json(Out *o, const WorkspaceConfig *w) {
             add_u64(o, res, "tasks_max", r->tasks_max);
         add(o, j, "resources", res);
     }
-    add(o, j, "writeback", writeback_to_json(o, &w->writeback));
     json_object *a = json_object_new_array();
     if (a)
         for (size_t i = 0; i < w->n_static_workspaces; i++) {

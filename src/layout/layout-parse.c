@@ -404,7 +404,7 @@ static void parse_pools(Parser *p, const LayoutNode *n, const LayoutNode *key, L
 static const char *const workspace_keys[] = {
     "mount_root", "command", "user", "group", "environment", "dir_mode", "restart", "backoff", "crash_loop",
     "ready_timeout", "stop_timeout", "hang_timeout", "restart_on_hang", "workspaces", "on_agent_stop",
-    "oom_score_adjust", "resources", "writeback", NULL,
+    "oom_score_adjust", "resources", NULL,
 };
 static const char *const on_agent_stop_names[] = { "keep", "stop" };
 static const char *const resources_keys[] = { "memory_max", "memory_high", "cpu_weight", "io_weight", "tasks_max", NULL };
@@ -714,12 +714,6 @@ static void parse_workspace(Parser *p, const LayoutNode *n, Layout *l) {
         w->oom_score_adjust = (int) adj;
     if ((v = lp_map_get(n, "resources", NULL)))
         parse_resources(p, v, &w->resources);
-    /* The same keys as a pool's writeback:, for the daemons' FUSE mounts:
-     * the kernel gives each a bdi limited to 1 % of the dirty budget with
-     * strict_limit, which throttles a large write long before memory is
-     * short (docs/layout.md, "workspace"). */
-    if ((v = lp_map_get(n, "writeback", NULL)))
-        parse_writeback(p, v, &w->writeback);
 }
 
 /* ---- api ---- */
@@ -793,7 +787,6 @@ static int layout_new_defaults(const char *name, Layout **ret) {
          * evenly, and a fork bomb stops at 4096 tasks. */
         .resources = { .memory_max = 8 * GIB, .memory_high = 4 * GIB, .cpu_weight = 100, .io_weight = 100,
                        .tasks_max = 4096 },
-        .writeback = { .max_ratio = -1, .max_bytes = 0, .strict_limit = -1 },
     };
     l->api = (ApiConfig) {
         .socket_mode = 0660,

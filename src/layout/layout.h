@@ -104,9 +104,7 @@ typedef struct BackendTraits {
 /* The traits of b, or NULL for a value that is not a backend. */
 const BackendTraits *backend_traits(Backend b);
 
-/* bdi writeback limits (/sys/class/bdi/M:m/): of a volume's loop device
- * (Pool.writeback), or of each workspace's FUSE mount
- * (WorkspaceConfig.writeback). */
+/* bdi writeback limits of a volume's loop device (/sys/class/bdi/M:m/). */
 typedef struct WritebackLimits {
     int max_ratio;      /* 0..100 percent; -1 = leave the kernel's value */
     uint64_t max_bytes; /* 0 = leave the kernel's value */
@@ -241,10 +239,6 @@ typedef struct WorkspaceConfig {
                                         re-adopts them when it starts) */
     int oom_score_adjust;            /* of each daemon, -1000..1000; default 0 */
     WorkspaceResources resources;
-    WritebackLimits writeback;       /* of each daemon's FUSE mount (its
-                                        bdi); unset knobs: the kernel's
-                                        FUSE defaults (max_ratio 1,
-                                        strict_limit on) */
     StaticWorkspace *static_workspaces;
     size_t n_static_workspaces;
     bool mount_root_is_default;      /* mount_root was not given: it follows

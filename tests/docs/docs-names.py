@@ -240,7 +240,6 @@ qualify = [  # (table, layout.md section, prefix of its keys there); a table may
     ("parse_top:keys", "top", ""),
     ("pool_keys", "pools", ""),
     ("writeback_keys", "pools", "writeback."),
-    ("writeback_keys", "workspace", "writeback."),
     ("capacity_keys", "pools", "capacity."),
     ("growth_keys", "pools", "growth."),
     ("gc_keys", "pools", "gc."),

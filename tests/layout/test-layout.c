@@ -177,9 +177,6 @@ static void test_valid_full(void **state) {
     assert_int_equal(w->stop_timeout, 15 * USEC_PER_SEC);
     assert_int_equal(w->hang_timeout, 3600 * USEC_PER_SEC);
     assert_true(w->restart_on_hang);
-    assert_int_equal(w->writeback.max_ratio, 7);
-    assert_int_equal(w->writeback.max_bytes, 512 * MIB);
-    assert_int_equal(w->writeback.strict_limit, 0);
     assert_int_equal(w->n_static_workspaces, 3);
     assert_string_equal(w->static_workspaces[0].id, "ws-1");
     assert_string_equal(w->static_workspaces[0].tenant, "acme");
@@ -242,9 +239,6 @@ static void test_defaults(void **state) {
     assert_int_equal(w->stop_timeout, 10 * USEC_PER_SEC);
     assert_int_equal(w->hang_timeout, 120 * USEC_PER_SEC);
     assert_false(w->restart_on_hang);
-    assert_int_equal(w->writeback.max_ratio, -1); /* the kernel's FUSE defaults */
-    assert_int_equal(w->writeback.max_bytes, 0);
-    assert_int_equal(w->writeback.strict_limit, -1);
     assert_int_equal(w->n_static_workspaces, 0);
 
     assert_string_equal(l->api.socket_path, "/run/layoutd/api.sock");
@@ -633,9 +627,6 @@ static void test_rules(void **state) {
     CHECK_STRING(WS "  workspaces: [{id: a, tennant: b}]\n", { 4, 24, "did you mean 'tenant'?" });
     CHECK_STRING(WS "  workspaces: [a]\n", { 4, 16, "a static workspace must be a mapping" });
     CHECK_STRING(WS "  comand: [/bin/x]\n", { 4, 3, "did you mean 'command'?" });
-    CHECK_STRING(WS "  writeback: {max_ratio: 101}\n", { 4, 26, "writeback.max_ratio: must be between 0 and 100" });
-    CHECK_STRING(WS "  writeback: {strict: true}\n", { 4, 15, "did you mean 'strict_limit'?" });
-    CHECK_STRING(WS "  writeback: 7\n", { 4, 14, "writeback must be a mapping" });
     l = parse_ok(WS "  backoff: {initial: 2min}\n  hang_timeout: 0\n  dir_mode: 750\n");
     assert_int_equal(l->workspace.backoff_max, 120 * USEC_PER_SEC); /* raised to initial */
     assert_int_equal(l->workspace.hang_timeout, 0);

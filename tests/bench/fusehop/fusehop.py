@@ -17,8 +17,7 @@ each over the same loop-ext4 volume (direct-I/O loop, as layoutd carves):
           in N workspaces at once (fusehop-stream --bs 1MiB): what the
           FUSE mount's dirty limit (its bdi: max_ratio 1 % and
           strict_limit for a new mount) costs a streaming writer; the
-          *-bdi* arms set the bdi after the mount, as the agent does
-          (layout key workspace.writeback)
+          *-bdi* arms set the bdi after the mount
   reqs    FUSE requests per file (wsfs arms only, N=1): files created as
           an installer does (stat of the missing name, create, write,
           close; a symlink per package dir), read as a resolver does (cold
