@@ -83,7 +83,9 @@ typedef struct FlushProbe {
     char *volume;
     bool has_last;
     usec_t last;                 /* the latest write+fsync of 4 KiB */
-    usec_t at;                   /* CLOCK_REALTIME of that sample */
+    usec_t at;                   /* CLOCK_MONOTONIC of that sample: only
+                                    its age is read, which a clock step
+                                    must not change */
     int last_error;              /* errno of the latest probe, 0 */
     usec_t recent[FLUSH_PROBE_RECENT]; /* the latest samples, newest first,
                                     since the last failure */

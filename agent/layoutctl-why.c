@@ -25,7 +25,9 @@ static void why_usage(FILE *f) {
             "\n"
             "Shows where workspace ID would be placed now and why: every state volume\n"
             "ranked, or the reason it was passed over (bound, tenant, space, slow flush...).\n"
-            "Changes nothing; no volume is carved.\n"
+            "Changes nothing; no volume is carved. The flush figures come from the\n"
+            "running agent (--socket, else the layout's socket); with --root and no\n"
+            "--socket the agent is not asked, and slow-flush is not weighed.\n"
             "\n"
             "Exit status: 0 it can be placed, 6 it would be refused (the answer, printed\n"
             "like any other), 1 an error (no answer), 2 usage.\n");
@@ -115,16 +117,21 @@ int layoutctl_why(int argc, char **argv, const LayoutctlGlobals *g) {
 
     PlaceContext ctx = { .layout = l, .record = record, .carve = no_carve };
     /* The agent, when it answers (quietly: why works without it, from the
-     * record alone, only without flush figures). */
+     * record alone, only without flush figures). Its socket: --socket, else
+     * the layout's, else the default. With --root and no --socket, not at
+     * all: the agent serves the layout's root, and its figures would be
+     * read as those of another root's volumes of the same names. */
     ClientArgs ca = {};
     client_init(&ca, g);
-    if (!g->socket_path && l->api.socket_path)
+    if (!g->socket_given && l->api.socket_path)
         ca.socket_path = l->api.socket_path;
     ca.json = false;
     ca.quiet = true;
     Reply volumes_reply = {};
     json_object *volumes = NULL;
-    if (client_call("why", &ca, "GET", "/v1/volumes", NULL, &volumes_reply) == 0 && volumes_reply.status == 200 &&
+    bool ask_agent = g->socket_given || !root;
+    if (ask_agent && client_call("why", &ca, "GET", "/v1/volumes", NULL, &volumes_reply) == 0 &&
+        volumes_reply.status == 200 &&
         json_object_object_get_ex(volumes_reply.json, "volumes", &volumes) &&
         json_object_is_type(volumes, json_type_array)) {
         ctx.observe = observe_with_flush;

@@ -90,6 +90,7 @@ int main(int argc, char **argv) {
             break;
         case OPT_SOCKET:
             g.socket_path = optarg;
+            g.socket_given = true;
             break;
         case 'h':
             usage(stdout);

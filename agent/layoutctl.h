@@ -28,6 +28,8 @@
 typedef struct LayoutctlGlobals {
     bool json;               /* --json: machine-readable output */
     const char *socket_path; /* --socket PATH: the agent's API socket */
+    bool socket_given;       /* --socket was on the command line (else
+                                socket_path is the built-in default) */
 } LayoutctlGlobals;
 
 typedef struct LayoutctlVerb {

@@ -149,6 +149,16 @@ wait_for 90 probe_sampled || fail "flush probe never sampled state-0"
 # The figure placement weighs (slow_flush_factor): published per volume.
 recent_known() { [ "$(jget "$(api GET /v1/volumes/state-0)" "d['flush_probe']['recent_seconds'] is not None")" = True ]; }
 wait_for 30 recent_known || fail "no flush_probe.recent_seconds for state-0: $(api GET /v1/volumes/state-0)"
+# layoutctl why weighs the same figures: it asks the agent on the layout's
+# socket; not with --root alone (that agent serves the layout's root, not
+# necessarily this one), and again when --socket names it.
+"$LAYOUTCTL" why ws-new --layout "$L" >"$WORK/why-flush.txt" || true
+grep -q ', flush ' "$WORK/why-flush.txt" || fail "why shows no flush figure from the agent: $(cat "$WORK/why-flush.txt")"
+"$LAYOUTCTL" why ws-new --layout "$L" --root "$WORK/root" >"$WORK/why-root.txt" || true
+grep -q 'rank ' "$WORK/why-root.txt" || fail "why --root ranks no volume: $(cat "$WORK/why-root.txt")"
+if grep -q ', flush ' "$WORK/why-root.txt"; then fail "why --root used the agent's figures: $(cat "$WORK/why-root.txt")"; fi
+"$LAYOUTCTL" --socket "$SOCK" why ws-new --layout "$L" --root "$WORK/root" >"$WORK/why-sock.txt" || true
+grep -q ', flush ' "$WORK/why-sock.txt" || fail "why --socket --root shows no flush figure: $(cat "$WORK/why-sock.txt")"
 
 # --- SIGHUP with a broken layout: the old one keeps running -------------
 cp "$L" "$L.good"
