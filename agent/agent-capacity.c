@@ -391,6 +391,12 @@ static void report_health(Agent *a) {
         VolumeState *s = &c->states[i];
         VolumeHealth h = s->assessment.health;
         const char *problem = s->assessment.n > 0 ? s->assessment.findings[0].message : NULL;
+        /* Until the start's apply has ended, a volume that is not up is
+         * one not brought up yet: unknown, not failed. Said as an error,
+         * it was noise at every start (the job's end reports a real
+         * failure at once: agent_volumes_changed follows it). */
+        if (!a->volumes_started && !s->reported && h == VOLUME_HEALTH_FAILED)
+            continue;
         if ((s->reported && s->reported_health == h) || (!s->reported && h == VOLUME_HEALTH_OK)) {
             s->reported = true;
             s->reported_health = h;

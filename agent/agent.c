@@ -578,6 +578,7 @@ int agent_reload(Agent *a, ApiOperation *op, char **ret_error) {
 static void on_started(Agent *a, int error, const char *message, ApplyResult *res, json_object *extra,
                        void *userdata) {
     int r;
+    a->volumes_started = true;
     if (error < 0)
         log_error("Bringing the volumes up failed: %s", message ?: strerror(-error));
     if (a->stopping)

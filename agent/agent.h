@@ -146,6 +146,9 @@ typedef struct Agent {
     ino_t readonly_socket_ino;
 
     usec_t started_mono;
+    bool volumes_started;        /* the start's apply has ended (a volume
+                                    down before that is not up yet, not
+                                    failed) */
     bool ready;
     bool stopping;
     bool exit_after_jobs;        /* stopping: exit once the last job ended */
