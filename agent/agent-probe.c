@@ -189,7 +189,7 @@ static void on_probed(Worker *w, int error, const char *message, ApplyResult *re
             int err = json_object_object_get_ex(o, "error", &v) ? json_object_get_int(v) : EIO;
             uint64_t usec = json_object_object_get_ex(o, "usec", &v) ? json_object_get_uint64(v) : 0;
             bool was_failing = p->last_error != 0;
-            p->at = now_usec(CLOCK_MONOTONIC);
+            p->at = now_usec(CLOCK_BOOTTIME);
             p->last_error = err;
             if (err) {
                 if (!was_failing)
@@ -369,7 +369,7 @@ static bool probe_flush_cost(Agent *a, const char *volume, usec_t *ret) {
      * fsync, which is what the median is there to discount. */
     if (interval == 0 || !p || p->last_error != 0 || p->n_recent < 2)
         return false;
-    if (!a->probe->prober && now_usec(CLOCK_MONOTONIC) > p->at + 4 * interval)
+    if (!a->probe->prober && now_usec(CLOCK_BOOTTIME) > p->at + 4 * interval)
         return false;
     usec_t s[FLUSH_PROBE_RECENT];
     memcpy(s, p->recent, sizeof(s[0]) * p->n_recent);

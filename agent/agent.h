@@ -83,9 +83,10 @@ typedef struct FlushProbe {
     char *volume;
     bool has_last;
     usec_t last;                 /* the latest write+fsync of 4 KiB */
-    usec_t at;                   /* CLOCK_MONOTONIC of that sample: only
+    usec_t at;                   /* CLOCK_BOOTTIME of that sample: only
                                     its age is read, which a clock step
-                                    must not change */
+                                    must not change and a suspend must
+                                    not hide */
     int last_error;              /* errno of the latest probe, 0 */
     usec_t recent[FLUSH_PROBE_RECENT]; /* the latest samples, newest first,
                                     since the last failure */

@@ -26,8 +26,9 @@ static void why_usage(FILE *f) {
             "Shows where workspace ID would be placed now and why: every state volume\n"
             "ranked, or the reason it was passed over (bound, tenant, space, slow flush...).\n"
             "Changes nothing; no volume is carved. The flush figures come from the\n"
-            "running agent (--socket, else the layout's socket); with --root and no\n"
-            "--socket the agent is not asked, and slow-flush is not weighed.\n"
+            "running agent (--socket, else the layout's socket, else the default one);\n"
+            "with --root and no --socket the agent is not asked, and slow-flush is not\n"
+            "weighed.\n"
             "\n"
             "Exit status: 0 it can be placed, 6 it would be refused (the answer, printed\n"
             "like any other), 1 an error (no answer), 2 usage.\n");

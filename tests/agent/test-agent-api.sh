@@ -152,12 +152,13 @@ wait_for 30 recent_known || fail "no flush_probe.recent_seconds for state-0: $(a
 # layoutctl why weighs the same figures: it asks the agent on the layout's
 # socket; not with --root alone (that agent serves the layout's root, not
 # necessarily this one), and again when --socket names it.
-"$LAYOUTCTL" why ws-new --layout "$L" >"$WORK/why-flush.txt" || true
-grep -q ', flush ' "$WORK/why-flush.txt" || fail "why shows no flush figure from the agent: $(cat "$WORK/why-flush.txt")"
-"$LAYOUTCTL" why ws-new --layout "$L" --root "$WORK/root" >"$WORK/why-root.txt" || true
+# (Waited for: the volume that ranks may be sampled later than state-0.)
+why_flush() { "$LAYOUTCTL" why ws-new --layout "$L" >"$WORK/why-flush.txt" 2>&1; grep -q ', flush ' "$WORK/why-flush.txt"; }
+wait_for 30 why_flush || fail "why shows no flush figure from the agent: $(cat "$WORK/why-flush.txt")"
+"$LAYOUTCTL" why ws-new --layout "$L" --root "$WORK/root" >"$WORK/why-root.txt" 2>&1 || true
 grep -q 'rank ' "$WORK/why-root.txt" || fail "why --root ranks no volume: $(cat "$WORK/why-root.txt")"
 if grep -q ', flush ' "$WORK/why-root.txt"; then fail "why --root used the agent's figures: $(cat "$WORK/why-root.txt")"; fi
-"$LAYOUTCTL" --socket "$SOCK" why ws-new --layout "$L" --root "$WORK/root" >"$WORK/why-sock.txt" || true
+"$LAYOUTCTL" --socket "$SOCK" why ws-new --layout "$L" --root "$WORK/root" >"$WORK/why-sock.txt" 2>&1 || true
 grep -q ', flush ' "$WORK/why-sock.txt" || fail "why --socket --root shows no flush figure: $(cat "$WORK/why-sock.txt")"
 
 # --- SIGHUP with a broken layout: the old one keeps running -------------
