@@ -3,8 +3,10 @@
 # /etc/layoutd/layouts.d, `systemctl start` (Type=notify, STATUS, watchdog),
 # workspaces through the API with the packaged reference daemon
 # (layoutd-wsfs), each in its own systemd scope with the layout's limits,
-# their lines in the journal with LAYOUTD_WORKSPACE=, an ext4 state volume
-# growing online under a writer (the unit has CAP_SYS_RESOURCE), VDO
+# a daemon's writes charged to its scope down to the disk under the images
+# (and an io.max set there holding them), their lines in the journal with
+# LAYOUTD_WORKSPACE=, an ext4 state volume growing online under a writer
+# (the unit has CAP_SYS_RESOURCE), VDO
 # savings and fstrim seen through the API and the log, reload with a
 # broken layout (its MESSAGE_ID in the journal), an OOM-killed daemon that
 # leaves the unit active and comes back, `systemctl restart` and a package
@@ -90,7 +92,7 @@ pools:
       fstrim_interval: 1min
 workspace:
   command: [/usr/libexec/layoutd/layoutd-wsfs, --state, "{state_dir}", --content, "{content_dirs}", "{mountpoint}"]
-  resources: {memory_max: 512MiB, memory_high: 384MiB, cpu_weight: 50, tasks_max: 512}
+  resources: {memory_max: 512MiB, memory_high: 384MiB, cpu_weight: 50, io_weight: 50, tasks_max: 512}
 api:
   socket: $sock
   group: layoutd
@@ -183,7 +185,60 @@ wait_for 30 "ws-1's cgroup figures in the API" has_figures
 get /v1/workspaces/ws-1 | jq -c .cgroup
 api http://localhost/metrics | grep -E '^layoutd_workspace_(cpu_seconds_total|memory_bytes)\{workspace="ws-1"\}' ||
     fail "no cgroup metrics for ws-1"
-log "RESULT scopes=3 memory_max=512MiB cpu_weight=50 tasks_max=512"
+log "RESULT scopes=3 memory_max=512MiB cpu_weight=50 io_weight=50 tasks_max=512"
+
+step "I/O: a daemon's writes are charged to its scope down to the disk under the images"
+# Why this matters (issue 21): the loop volumes share the disk under their
+# images, so an I/O weight or limit must follow a workspace's writes
+# through its daemon, the state volume's writeback, the loop device's
+# worker and the direct I/O on the image, or it bounds nothing. cgroup
+# writeback charges the daemon's dirty pages to its scope; since 5.14 the
+# loop driver runs one worker per cgroup, which submits the image I/O on
+# the scope's behalf.
+grep -qx 'default 50' $sc/io.weight || fail "io.weight of ws-1 is not the layout's 50: $(cat $sc/io.weight 2>&1)"
+loopdev=$(findmnt -n -o MAJ:MIN "$root/volumes/state-0" | tr -d ' ')
+case "$loopdev" in 7:*) ;; *) fail "state-0 is not on a loop device: $loopdev" ;; esac
+imgsrc=$(findmnt -n -o SOURCE -T "$root/images")
+disk=/dev/$(lsblk -no PKNAME "$imgsrc" 2>/dev/null | head -n1)
+[ "$disk" != /dev/ ] || disk=$imgsrc
+diskdev=$(lsblk -dno MAJ:MIN "$disk" | tr -d ' ')
+# wbytes DEV: what ws-1's scope has written to DEV so far
+wbytes() { awk -v d="$1" '$1 == d { for (i = 2; i <= NF; i++) if ($i ~ /^wbytes=/) { sub(/^wbytes=/, "", $i); print $i } }' $sc/io.stat | grep . || echo 0; }
+m1=$(get /v1/workspaces/ws-1 | jq -r .mountpoint)
+# io_write MiB: write that much into ws-1 in 48 KiB pieces (they stay on
+# the state volume) and make it durable; io_ms: the milliseconds it took
+io_write() {
+    local t0
+    rm -rf "$m1/iotest" && mkdir "$m1/iotest" && sync -f "$root/volumes/state-0" || fail "preparing $m1/iotest"
+    t0=$(date +%s%N)
+    head -c "$1M" /dev/urandom | (cd "$m1/iotest" && split -b 48k - part.) || fail "writing $1 MiB into ws-1"
+    sync -f "$m1/iotest" && sync -f "$root/volumes/state-0" || fail "syncing ws-1's $1 MiB"
+    io_ms=$(( ($(date +%s%N) - t0) / 1000000 ))
+}
+l0=$(wbytes "$loopdev"); d0=$(wbytes "$diskdev")
+io_write 32; ms_free=$io_ms
+l1=$(wbytes "$loopdev"); d1=$(wbytes "$diskdev")
+log "ws-1 wrote 32 MiB in $ms_free ms: its scope's io.stat wbytes +$((l1 - l0)) on the loop device $loopdev, +$((d1 - d0)) on $disk ($diskdev)"
+[ $((l1 - l0)) -ge $((30 << 20)) ] || fail "the state volume's writeback was not charged to ws-1's scope: $(cat $sc/io.stat)"
+[ $((d1 - d0)) -ge $((30 << 20)) ] || fail "the loop worker's writes to $disk were not charged to ws-1's scope: $(cat $sc/io.stat)"
+# So a limit on the scope bounds the workspace on the shared disk. The
+# agent has no layout key for io.max; an operator sets it on the scope.
+systemctl set-property --runtime "$(scope_of ws-1)" "IOWriteBandwidthMax=$disk 1048576" ||
+    fail "systemctl set-property IOWriteBandwidthMax on ws-1's scope"
+grep -q "^$diskdev .*wbps=1048576" $sc/io.max || fail "io.max of ws-1: $(cat $sc/io.max)"
+io_write 12; ms_capped=$io_ms
+systemctl set-property --runtime "$(scope_of ws-1)" "IOWriteBandwidthMax=" || fail "clearing IOWriteBandwidthMax"
+rm -rf "$m1/iotest"
+log "ws-1 wrote 12 MiB in $ms_capped ms with wbps 1 MiB/s on $disk (32 MiB in $ms_free ms without)"
+# 12 MiB cannot be durable in under 12 s at 1 MiB/s (9 s leaves room for
+# the throttle's first slice); without the limit it takes a fraction of
+# that, even under TCG.
+[ "$ms_capped" -ge 9000 ] || fail "the io.max limit on ws-1's scope did not hold its writes: 12 MiB in $ms_capped ms"
+# io.weight acts only where a policy reads it: blk-iocost, off until
+# io.cost.qos enables it on the disk, or the BFQ scheduler. Say which.
+sched=$(sed -n 's/.*\[\(.*\)\].*/\1/p' /sys/block/"$(basename "$disk")"/queue/scheduler)
+qos=$(grep "^$diskdev " /sys/fs/cgroup/io.cost.qos 2>/dev/null | grep -o 'enable=[01]' || echo unset)
+log "RESULT io_charge loop=$((l1 - l0)) disk=$((d1 - d0)) bytes for 32 MiB; io_max 1MiB/s: 12 MiB in ${ms_capped} ms (free: 32 MiB in ${ms_free} ms); $disk scheduler=$sched io.cost=$qos"
 
 step "journal: the daemons' lines carry their workspace"
 journalctl --no-pager -o cat LAYOUTD_WORKSPACE=ws-1 | tee j-ws1.txt | tail -n 3
