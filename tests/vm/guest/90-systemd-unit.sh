@@ -194,9 +194,9 @@ step "I/O: a daemon's writes are charged to its scope down to the disk under the
 # images, so an I/O weight or limit must follow a workspace's writes
 # through its daemon, the state volume's writeback, the loop device's
 # worker and the direct I/O on the image, or it bounds nothing. cgroup
-# writeback charges the daemon's dirty pages to its scope; since 5.14 the
-# loop driver runs one worker per cgroup, which submits the image I/O on
-# the scope's behalf.
+# writeback charges the daemon's dirty pages to its scope; the loop driver
+# submits the image I/O in the scope's name (direct I/O since 4.14, with
+# one worker per cgroup since 5.14).
 loopdev=$(findmnt -n -o MAJ:MIN "$root/volumes/state-0" | tr -d ' ') || fail "findmnt of state-0"
 case "$loopdev" in 7:*) ;; *) fail "state-0 is not on a loop device: $loopdev" ;; esac
 imgsrc=$(findmnt -n -o SOURCE -T "$root/images") || fail "findmnt of $root/images"
