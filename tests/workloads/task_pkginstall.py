@@ -27,11 +27,14 @@ PROFILES = {
     # A few hundred KiB to a few MiB per kind: every code path (bundles over
     # the CAS threshold, a multi-MiB file, scoped names, bins, second
     # versions) in a few seconds.
-    "small": dict(packages=250, files=8000, bundles=200, big=6, big_mib=(1, 4), tops=12, seed=1),
+    "small": dict(packages=250, files=8000, bundles=200, big=6, big_mib=(1, 4), tops=12, seed=1,
+                  real_pnpm=0, pnpm_modes="default,copy"),
     # About 1,400 packages, 60,000 files, 1 GB: a real app's node_modules.
     # real_pnpm: also the real pnpm install of tests/workloads/pnpm-project
     # (when tests/workloads/pnpm-warm has run): a minute per directory.
-    "full": dict(packages=1400, files=55000, bundles=2400, big=60, big_mib=(1, 24), tops=40, seed=1, real_pnpm=1),
+    # pnpm_modes: which of PNPM_MODES the real install runs, in order.
+    "full": dict(packages=1400, files=55000, bundles=2400, big=60, big_mib=(1, 24), tops=40, seed=1, real_pnpm=1,
+                 pnpm_modes="default,copy"),
 }
 
 # File kinds of the small files: (extension, share, median bytes), from the
@@ -192,10 +195,14 @@ def generate(p, out):
 def prepare(params):
     params = dict(params)
     real = bool(int(params.pop("real_pnpm", 0)))  # not part of the store's key
+    modes = params.pop("pnpm_modes", "default,copy").split(",")
+    unknown = [m for m in modes if m not in dict(PNPM_MODES)]
+    if unknown:
+        raise TaskError(f"pnpm_modes: unknown {', '.join(unknown)} (have {', '.join(dict(PNPM_MODES))})")
     d = cached("pkgstore", params, __file__, lambda out: generate(params, out))
     with open(os.path.join(d, "store.json")) as f:
         meta = json.load(f)
-    return {"store": d, "lock": os.path.join(d, "lock.tsv"), "meta": meta, "real_pnpm": real,
+    return {"store": d, "lock": os.path.join(d, "lock.tsv"), "meta": meta, "real_pnpm": real, "pnpm_modes": modes,
             "jobs": int(os.environ.get("LAYOUTD_WORKLOADS_PNPM_JOBS", "4"))}
 
 
@@ -235,7 +242,7 @@ def run(inp, d, ph):
     if left:
         raise TaskError(f"left behind after rm -rf: {left[:5]}")
     if inp.get("real_pnpm"):
-        real_pnpm(d, ph)
+        real_pnpm(d, ph, inp["pnpm_modes"])
     else:
         ph.info["pnpm"] = {"skipped": "this profile does not run the real pnpm install (real_pnpm=0)"}
 
@@ -273,20 +280,25 @@ def pnpm_setup():
 # user has: on the host, where the store is on the same filesystem, pnpm
 # hard-links every file from it; across filesystems it copies), and with
 # --package-import-method=copy (the extra arm: a copy in both places).
-PNPM_MODES = [("default", []), ("copy", ["--package-import-method=copy"])]
+# "instore" is pnpm's defaults with the warmed store first copied (untimed)
+# into the directory itself, so that pnpm can hard-link inside the mount:
+# what a warm store on the workspace's own filesystem (issue 20's direction
+# 1, docs/installs.md) would at best give, before the store exists.
+PNPM_MODES = [("default", []), ("copy", ["--package-import-method=copy"]), ("instore", [])]
 
 
-def real_pnpm(d, ph):
+def real_pnpm(d, ph, modes):
     setup, reason = pnpm_setup()
     if not setup:
         ph.info["pnpm"] = {"skipped": reason}
         return
     pnpm, store, proj = setup
     info = {"project": proj}
-    for mode, extra in PNPM_MODES:
-        info[mode] = real_pnpm_once(d, ph, pnpm, store, proj, mode, extra)
+    for mode in modes:
+        info[mode] = real_pnpm_once(d, ph, pnpm, store, proj, mode, dict(PNPM_MODES)[mode])
     # "seconds" stays what it was named for: the install a user has (defaults).
-    info["seconds"] = info["default"]["seconds"]
+    if "default" in info:
+        info["seconds"] = info["default"]["seconds"]
     ph.info["pnpm"] = info
 
 
@@ -298,6 +310,10 @@ def real_pnpm_once(d, ph, pnpm, store, proj, mode, extra):
     ph.step("pnpm_copy_project" + sfx, lambda: shutil.copytree(proj, dst, symlinks=True,
                                                                ignore=shutil.ignore_patterns("node_modules")),
             timed=False)
+    if mode == "instore":
+        own = os.path.join(d, "pnpm-store")
+        ph.step("pnpm_copy_store" + sfx, lambda: shutil.copytree(store, own, symlinks=True), timed=False)
+        store = own
     ph.sh("pnpm_install" + sfx, [pnpm, "install", "--offline", "--frozen-lockfile"] + extra +
           ["--store-dir", store, "--reporter=append-only"], cwd=dst, timed=False)
     with open(os.path.join(dst, "package.json")) as f:
@@ -317,6 +333,10 @@ def real_pnpm_once(d, ph, pnpm, store, proj, mode, extra):
     ok, msg = ph.step("pnpm_rm_rf" + sfx, lambda: rm_rf(dst), timed=False)
     if not ok:
         raise TaskError(msg)
+    if mode == "instore":
+        ok, msg = ph.step("pnpm_rm_store" + sfx, lambda: rm_rf(store), timed=False)
+        if not ok:
+            raise TaskError(msg)
     inst, rm = ph.untimed["pnpm_install" + sfx], ph.untimed["pnpm_rm_rf" + sfx]
     # hard_linked: of the direct dependencies' package.json, how many have
     # more than one link (pnpm linked them from the store rather than copied)

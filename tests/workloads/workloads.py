@@ -487,9 +487,10 @@ def summarize(out):
             t["met"] = t["ratio"] is not None and t["ratio"] <= t["target"]
         res["tasks"][task] = t
     # The real pnpm, per import mode (task_pkginstall.PNPM_MODES): pnpm's
-    # defaults (the user's case) and --package-import-method=copy; install
+    # defaults (the user's case), --package-import-method=copy and, when
+    # asked for, the defaults with a store inside the directory; install
     # and rm -rf each, and how many checked files were hard links.
-    for mode in ("default", "copy"):
+    for mode in ("default", "copy", "instore"):
         got = {arm: [r["info"]["pnpm"][mode] for r in runs if r["task"] == "pkg-install" and r["arm"] == arm
                      and r["ok"] and mode in ((r.get("info") or {}).get("pnpm") or {})] for arm in ARMS}
         if not (got["workspace"] or got["host"]):
@@ -541,7 +542,9 @@ def summarize(out):
               f"{json.dumps(ev['daemons'])[:600]}"]
     if meta.get("setup_error"):
         L += ["", f"**Setup failed**: {meta['setup_error']}"]
-    for key, what in (("real_pnpm", "pnpm's defaults"), ("real_pnpm_copy", "`--package-import-method=copy`")):
+    for key, what in (("real_pnpm", "pnpm's defaults"), ("real_pnpm_copy", "`--package-import-method=copy`"),
+                      ("real_pnpm_instore", "pnpm's defaults with the warm store copied into each directory "
+                       "first (untimed), so that pnpm links inside the mount")):
         if key not in res:
             continue
         rp = res[key]
