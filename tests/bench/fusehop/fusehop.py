@@ -35,8 +35,13 @@ never retried, and makes the exit status 1. Nothing asserts time.
 
   fusehop.py run --work DIR --build BUILD --out OUT [--profile smoke|full]
                  [--arms a,b,...] [--repeats N] [--ns 1,6] [--files F]
-                 [--kinds small,fio,stream,reqs,bigwrite] [--wsfs-base PATH]
-                 [--bigwrite-size BYTES]
+                 [--kinds small,fio,stream,reqs,bigwrite,tree] [--wsfs-base PATH]
+                 [--bigwrite-size BYTES] [--tree-files F]
+
+The tree kind (an install's copy, link and rm -rf with cp and rm, N dirs
+at once) also takes the arm "host": plain dirs on the host filesystem,
+the baseline a user has without layoutd. Its ratios split a workspace's
+cost into the volume's (native / host) and the FUSE hop's (arm / native).
 
 --wsfs-base names another layoutd-wsfs binary (e.g. one built from an
 older commit) for the arm "wsfs-base": the before of a before/after.
@@ -46,17 +51,24 @@ Only the Debian python3 standard library is used (/usr/bin/python3).
 """
 import argparse
 import json
+import math
 import os
 import random
+import resource
 import shutil
 import signal
+import stat
 import statistics
 import subprocess
 import sys
+import threading
 import time
 
 # name -> (kind, daemon options)
 ARMS = {
+    # Plain directories on the host filesystem (under --work, not on the
+    # volume): what a user has without layoutd. Only the tree kind runs it.
+    "host": ("host", []),
     "native": ("native", []),
     "passthrough_ll": ("ptll", []),
     "wsfs": ("wsfs", ["--commit=none"]),
@@ -109,9 +121,9 @@ BDI_KNOBS = ("max_ratio", "max_bytes", "strict_limit")
 PROFILES = {
     # A few minutes on the 2-core CI machine: correctness, not numbers.
     "smoke": dict(ns=[1, 6], repeats=1, files=150, fio_size="16M", fio_runtime=1, stream=8 << 20,
-                  bigwrite=128 << 20),
+                  bigwrite=128 << 20, tree_files=600),
     "full": dict(ns=[1, 6], repeats=5, files=1500, fio_size="256M", fio_runtime=5, stream=32 << 20,
-                 bigwrite=512 << 20),
+                 bigwrite=512 << 20, tree_files=20000),
 }
 FIO_JOBS = [
     ("seqwrite", ["--rw=write", "--bs=1M", "--end_fsync=1"]),
@@ -251,12 +263,13 @@ class Daemon:
         """The daemon's request counters now (SIGUSR1 prints them to its
         log; the stats file may lag)."""
         with open(f"{self.mnt}.log") as f:
-            before = sum(1 for line in f if line.startswith("layoutd-wsfs: stats "))
+            before = sum(1 for line in f if line.startswith("layoutd-wsfs: stats ") and line.endswith("\n"))
         self.p.send_signal(signal.SIGUSR1)
         end = time.monotonic() + 10
         while time.monotonic() < end:
             with open(f"{self.mnt}.log") as f:
-                lines = [line for line in f if line.startswith("layoutd-wsfs: stats ")]
+                # (a line still being written has no newline yet)
+                lines = [line for line in f if line.startswith("layoutd-wsfs: stats ") and line.endswith("\n")]
             if len(lines) > before:
                 return json.loads(lines[-1][len("layoutd-wsfs: stats "):]).get("ops", {})
             time.sleep(0.02)
@@ -298,11 +311,13 @@ class Setup:
         self.kind = "wsfs" if self.kind == "wsfs-base" else self.kind
         self.root = f"{c.vol.mnt}/{tag}"
         self.daemons, self.dirs, self.cpu = [], [], {}
+        if self.kind == "host":
+            self.root = f"{c.work}/{tag}"
         os.makedirs(f"{self.root}/content")
         for k in range(n):
             state, mnt = f"{self.root}/state{k}", f"{c.work}/mnt-{tag}-{k}"
             os.makedirs(state)
-            if self.kind == "native":
+            if self.kind in ("native", "host"):
                 self.dirs.append(state)
                 continue
             os.makedirs(mnt)
@@ -585,6 +600,134 @@ def run_reqs(c, arm, rep):
     return out
 
 
+TREE_PHASES = ["copy", "link", "rm_link", "rm_copy"]
+
+
+def make_tree(c):
+    """The source tree, made once per run on the host filesystem: a
+    node_modules-like set of packages (5-60 files each, in a few nested
+    dirs, one symlink per package), sizes log-normal around 1.5 KiB with a
+    tail past the pool's 64 KiB threshold. Seeded: every arm and repeat
+    copies the same bytes. Returns (path, files, bytes)."""
+    src = f"{c.work}/tree-src"
+    if getattr(c, "tree", None):
+        return c.tree
+    rng = random.Random(SEED)
+    files = size = pkg = 0
+    while files < c.tree_files:
+        p = f"{src}/pkg{pkg:05d}"
+        subs = ["", "lib", "dist", "dist/esm"]
+        for d in subs:
+            os.makedirs(f"{p}/{d}", exist_ok=True)
+        os.symlink("lib/index.js", f"{p}/main.js")
+        for k in range(min(rng.randint(5, 60), c.tree_files - files)):
+            n = int(min(rng.lognormvariate(math.log(1500), 1.6), 4 << 20))
+            with open(f"{p}/{rng.choice(subs)}/f{k:03d}.js", "wb") as f:
+                f.write(rng.randbytes(n))
+            files += 1
+            size += n
+        pkg += 1
+    os.sync()
+    c.tree = (src, files, size)
+    return c.tree
+
+
+def tree_count(top):
+    """(regular files, bytes, symlinks) below top, by lstat."""
+    files = size = links = 0
+    for d, _, names in os.walk(top):
+        for n in names:
+            st = os.lstat(f"{d}/{n}")
+            if stat.S_ISLNK(st.st_mode):
+                links += 1
+            elif stat.S_ISREG(st.st_mode):
+                files += 1
+                size += st.st_size
+    return files, size, links
+
+
+def run_tree(c, arm, n, rep):
+    """An install's file-system work on a package tree, with real tools,
+    N directories at once: copy it in from the host (`cp -a`: what pnpm
+    does when its store is on another filesystem), hard-link it from a
+    store inside the same directory (`cp -al`: what pnpm does when the
+    store is on the same filesystem; the store is copied in first,
+    untimed), then `rm -rf` each tree. Per phase: the slowest directory's
+    time, the median directory's, the tools' and daemons' CPU, and (wsfs)
+    the FUSE requests per file."""
+    tag = f"tree-{arm}-n{n}-r{rep}"
+    src, files, size = make_tree(c)
+    out = {"kind": "tree", "arm": arm, "n": n, "rep": rep, "files": files, "bytes": size, "ok": False,
+           "phases": {}}
+    s = None
+    try:
+        drop_caches()
+        s = Setup(c, arm, n, tag)
+        want = tree_count(src)
+
+        def ops():
+            if not s.daemons or s.kind != "wsfs":
+                return None
+            tot = {}
+            for d in s.daemons:
+                for k, v in d.ops_now().items():
+                    tot[k] = tot.get(k, 0) + v
+            return tot
+
+        def phase(name, cmd, check=None):
+            os.sync()  # the previous phase's writeback is not this one's
+            o0, d0 = ops(), s.daemon_cpu()
+            r0 = resource.getrusage(resource.RUSAGE_CHILDREN)
+            ends = [None] * n
+            t0 = time.monotonic()
+
+            def one(k):
+                r = subprocess.run(cmd(s.dirs[k]), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+                ends[k] = (time.monotonic() - t0, r.returncode, r.stderr.strip()[-300:])
+
+            ts = [threading.Thread(target=one, args=(k,)) for k in range(n)]
+            for t in ts:
+                t.start()
+            for t in ts:
+                t.join()
+            r1 = resource.getrusage(resource.RUSAGE_CHILDREN)
+            bad = [e for e in ends if e[1] != 0]
+            if bad:
+                raise RuntimeError(f"{name}: {' '.join(cmd('DIR'))} failed ({bad[0][1]}): {bad[0][2]}")
+            o1, d1 = ops(), s.daemon_cpu()
+            ph = {"time_s": max(e[0] for e in ends), "median_s": statistics.median(e[0] for e in ends),
+                  "tool_cpu_s": (r1.ru_utime - r0.ru_utime) + (r1.ru_stime - r0.ru_stime),
+                  "daemon_cpu_s": d1 - d0}
+            if o0 is not None:
+                delta = {k: o1.get(k, 0) - o0.get(k, 0) for k in o1}
+                ph["ops"] = {k: v for k, v in delta.items() if v}
+            for d in s.dirs if check else []:
+                got = tree_count(f"{d}/{check}")
+                if got != want:
+                    raise RuntimeError(f"{name}: {d}/{check} has {got} (files, bytes, symlinks), want {want}")
+            out["phases"][name] = ph
+
+        phase("copy", lambda d: ["cp", "-a", src, f"{d}/copy"], check="copy")
+        phase("store", lambda d: ["cp", "-a", src, f"{d}/store"], check="store")  # untimed in the report
+        phase("link", lambda d: ["cp", "-al", f"{d}/store", f"{d}/link"], check="link")
+        phase("rm_link", lambda d: ["rm", "-rf", f"{d}/link"])
+        phase("rm_copy", lambda d: ["rm", "-rf", f"{d}/copy"])
+        for d in s.dirs:
+            for t in ("link", "copy"):
+                if os.path.lexists(f"{d}/{t}"):
+                    raise RuntimeError(f"rm -rf left {d}/{t} behind")
+        out["time_s"] = sum(out["phases"][p]["time_s"] for p in TREE_PHASES)
+        out["ok"] = True
+    except Stop:
+        raise
+    except Exception as e:
+        out["error"] = str(e)
+    finally:
+        if s:
+            out["ops"] = s.close()
+    return out
+
+
 # ---------------------------------------------------------------- statistics
 
 def boot_ci(vals, seed=12345):
@@ -681,6 +824,45 @@ def report(out):
                 cells.append(f"**{tot:.2f}** ({top})")
             L.append(f"| {arm} | " + " | ".join(cells) + " |")
         L.append("")
+    tree = [r for r in runs if r["kind"] == "tree"]
+    for n in sorted({r["n"] for r in tree}):
+        rs0 = [r for r in tree if r["n"] == n and r["ok"]]
+        if not rs0:
+            continue
+        L += [f"## Package tree, N={n} ({rs0[0]['files']} files, {rs0[0]['bytes'] / 1e6:.0f} MB per directory)", "",
+              "Per phase: the slowest directory's time (median over repeats), its ratio to the host dirs and "
+              "to the volume without FUSE (paired per repeat), CPU of tools + daemons, FUSE requests per file "
+              "(wsfs: the daemons' counters). copy = `cp -a` from the host; link = `cp -al` from a store copied "
+              "into the same directory first; rm = `rm -rf`.", "",
+              "| phase | arm | time s | / host | / native | CPU s | requests per file |", "|---|---|---|---|---|---|---|"]
+        for ph in TREE_PHASES:
+            for arm in arms:
+                rs = [r for r in rs0 if r["arm"] == arm]
+                if not rs:
+                    continue
+
+                def per_rep(a):
+                    return {r["rep"]: r["phases"][ph]["time_s"] for r in rs0 if r["arm"] == a}
+
+                mine = per_rep(arm)
+                ratio = {}
+                for base in ("host", "native"):
+                    b = per_rep(base)
+                    ratio[base] = boot_ci([mine[k] / b[k] for k in mine if k in b and b[k] > 0])
+                t = statistics.median(r["phases"][ph]["time_s"] for r in rs)
+                cpu = statistics.median(r["phases"][ph]["tool_cpu_s"] + r["phases"][ph]["daemon_cpu_s"] for r in rs)
+                opsc = ""
+                if rs[0]["phases"][ph].get("ops") is not None:
+                    per = n * rs[0]["files"]
+                    keys = sorted({k for r in rs for k in r["phases"][ph]["ops"]},
+                                  key=lambda k: -statistics.median(r["phases"][ph]["ops"].get(k, 0) for r in rs))
+                    tot = statistics.median(sum(r["phases"][ph]["ops"].values()) for r in rs) / per
+                    opsc = f"**{tot:.2f}** (" + ", ".join(
+                        f"{k} {statistics.median(r['phases'][ph]['ops'].get(k, 0) for r in rs) / per:.2f}"
+                        for k in keys[:5]) + ")"
+                L.append(f"| {ph} | {arm} | {t:.2f} | {fmt_ci(ratio['host'])} | {fmt_ci(ratio['native'])} | "
+                         f"{cpu:.2f} | {opsc} |")
+        L.append("")
     fio = [r for r in runs if r["kind"] == "fio"]
     if fio:
         L += ["## fio (N=1)", "", "| job | arm | MB/s | IOPS | p50 µs | p99 µs | daemon CPU s | MB/s / native |",
@@ -756,7 +938,7 @@ def machine():
 
 def cmd_run(a):
     p = dict(PROFILES[a.profile])
-    for k in ("repeats", "files", "bigwrite"):
+    for k in ("repeats", "files", "bigwrite", "tree_files"):
         if getattr(a, k) is not None:
             p[k] = getattr(a, k)
     if a.ns:
@@ -782,7 +964,7 @@ def cmd_run(a):
     os.makedirs(a.out, exist_ok=True)
     signal.signal(signal.SIGTERM, on_signal)
     meta = {"profile": a.profile, "arms": arms, "kinds": kinds, "ns": p["ns"], "repeats": p["repeats"], "files": p["files"],
-            "stream": p["stream"], "bigwrite": p["bigwrite"], "arm_bdi": {x: ARM_BDI[x] for x in arms if x in ARM_BDI},
+            "stream": p["stream"], "bigwrite": p["bigwrite"], "tree_files": p["tree_files"], "arm_bdi": {x: ARM_BDI[x] for x in arms if x in ARM_BDI},
             "fio_size": p["fio_size"], "machine": machine(), "load_start": loadavg(),
             "started": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())}
     log(f"profile {a.profile}: arms {arms}, N {p['ns']}, {p['repeats']} repeat(s), {p['files']} files; "
@@ -799,12 +981,15 @@ def cmd_run(a):
                    [("fio", arm, 1) for arm in arms] + [("stream", arm, 1) for arm in arms]
             plan += [("reqs", arm, 1) for arm in arms if ARMS[arm][0] in ("wsfs", "wsfs-base")]
             plan += [("bigwrite", arm, n) for n in p["ns"] for arm in arms]
+            plan = [x for x in plan if ARMS[x[1]][0] != "host"]  # host dirs: only the tree kind
+            plan += [("tree", arm, n) for n in p["ns"] for arm in arms]
             plan = [x for x in plan if x[0] in kinds]
             random.Random(SEED + rep).shuffle(plan)
             for kind, arm, n in plan:
                 t0 = time.monotonic()
                 r = run_small(c, arm, n, rep) if kind == "small" else run_fio(c, arm, rep) if kind == "fio" \
-                    else run_reqs(c, arm, rep) if kind == "reqs" else run_bigwrite(c, arm, n, rep) \
+                    else run_reqs(c, arm, rep) if kind == "reqs" else run_tree(c, arm, n, rep) if kind == "tree" \
+                    else run_bigwrite(c, arm, n, rep) \
                     if kind == "bigwrite" else run_stream(c, arm, rep)
                 r["load"] = loadavg()
                 with open(runs_path, "a") as f:
@@ -840,6 +1025,7 @@ def main():
     r.add_argument("--kinds")
     r.add_argument("--wsfs-base")
     r.add_argument("--bigwrite-size", dest="bigwrite", type=int, help="bytes per workspace (a multiple of 1 MiB)")
+    r.add_argument("--tree-files", dest="tree_files", type=int, help="files in the tree kind's package tree")
     rp = sub.add_parser("report")
     rp.add_argument("--out", required=True)
     a = ap.parse_args()
