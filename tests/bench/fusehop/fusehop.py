@@ -612,6 +612,7 @@ def make_tree(c):
     src = f"{c.work}/tree-src"
     if getattr(c, "tree", None):
         return c.tree
+    shutil.rmtree(src, ignore_errors=True)  # a partial one from a failed attempt
     rng = random.Random(SEED)
     files = size = pkg = 0
     while files < c.tree_files:
@@ -633,8 +634,9 @@ def make_tree(c):
 
 
 def tree_count(top):
-    """(regular files, bytes, symlinks) below top, by lstat."""
-    files = size = links = 0
+    """(regular files, bytes, symlinks, files with more than one link)
+    below top, by lstat."""
+    files = size = links = multi = 0
     for d, _, names in os.walk(top):
         for n in names:
             st = os.lstat(f"{d}/{n}")
@@ -643,7 +645,8 @@ def tree_count(top):
             elif stat.S_ISREG(st.st_mode):
                 files += 1
                 size += st.st_size
-    return files, size, links
+                multi += st.st_nlink > 1
+    return files, size, links, multi
 
 
 def run_tree(c, arm, n, rep):
@@ -656,14 +659,15 @@ def run_tree(c, arm, n, rep):
     time, the median directory's, the tools' and daemons' CPU, and (wsfs)
     the FUSE requests per file."""
     tag = f"tree-{arm}-n{n}-r{rep}"
-    src, files, size = make_tree(c)
-    out = {"kind": "tree", "arm": arm, "n": n, "rep": rep, "files": files, "bytes": size, "ok": False,
-           "phases": {}}
+    out = {"kind": "tree", "arm": arm, "n": n, "rep": rep, "ok": False, "phases": {}}
     s = None
+    procs = []
     try:
+        src, files, size = make_tree(c)
+        out.update(files=files, bytes=size)
         drop_caches()
         s = Setup(c, arm, n, tag)
-        want = tree_count(src)
+        want = tree_count(src)[:3]
 
         def ops():
             if not s.daemons or s.kind != "wsfs":
@@ -674,42 +678,61 @@ def run_tree(c, arm, n, rep):
                     tot[k] = tot.get(k, 0) + v
             return tot
 
-        def phase(name, cmd, check=None):
-            os.sync()  # the previous phase's writeback is not this one's
-            o0, d0 = ops(), s.daemon_cpu()
+        def phase(name, cmd, check=None, linked=False):
+            # The previous phase's writeback is not this one's. A phase's
+            # own writeback is not timed either (the next phase's sync
+            # takes it): the times are the tools' and the hop's.
+            os.sync()
+            try:
+                o0 = ops()
+            except RuntimeError:
+                o0 = None
+            d0 = s.daemon_cpu()
             r0 = resource.getrusage(resource.RUSAGE_CHILDREN)
-            ends = [None] * n
             t0 = time.monotonic()
+            # Started here, not in threads, so that a stop can kill them.
+            procs[:] = [subprocess.Popen(cmd(d), stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+                        for d in s.dirs]
+            ends = [None] * n
 
-            def one(k):
-                r = subprocess.run(cmd(s.dirs[k]), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-                ends[k] = (time.monotonic() - t0, r.returncode, r.stderr.strip()[-300:])
+            def reap(k):
+                err = procs[k].communicate()[1]
+                ends[k] = (time.monotonic() - t0, procs[k].returncode, (err or "").strip()[-300:])
 
-            ts = [threading.Thread(target=one, args=(k,)) for k in range(n)]
+            ts = [threading.Thread(target=reap, args=(k,)) for k in range(n)]
             for t in ts:
                 t.start()
             for t in ts:
                 t.join()
             r1 = resource.getrusage(resource.RUSAGE_CHILDREN)
-            bad = [e for e in ends if e[1] != 0]
+            bad = [e for e in ends if e is None or e[1] != 0]
             if bad:
-                raise RuntimeError(f"{name}: {' '.join(cmd('DIR'))} failed ({bad[0][1]}): {bad[0][2]}")
-            o1, d1 = ops(), s.daemon_cpu()
+                e = bad[0] or (None, "?", "no exit status")
+                raise RuntimeError(f"{name}: {' '.join(cmd('DIR'))} failed ({e[1]}): {e[2]}")
             ph = {"time_s": max(e[0] for e in ends), "median_s": statistics.median(e[0] for e in ends),
                   "tool_cpu_s": (r1.ru_utime - r0.ru_utime) + (r1.ru_stime - r0.ru_stime),
-                  "daemon_cpu_s": d1 - d0}
+                  "daemon_cpu_s": s.daemon_cpu() - d0}
+            out["phases"][name] = ph  # kept even when the counters below cannot be read
             if o0 is not None:
-                delta = {k: o1.get(k, 0) - o0.get(k, 0) for k in o1}
-                ph["ops"] = {k: v for k, v in delta.items() if v}
+                try:
+                    o1 = ops()
+                    delta = {k: o1.get(k, 0) - o0.get(k, 0) for k in o1}
+                    ph["ops"] = {k: v for k, v in delta.items() if v}
+                except RuntimeError as e:
+                    ph["ops_error"] = str(e)
+            # The count-back is a walk: it leaves the dentries and
+            # attributes cached, as an install leaves them for the rm -rf
+            # that follows it.
             for d in s.dirs if check else []:
                 got = tree_count(f"{d}/{check}")
-                if got != want:
-                    raise RuntimeError(f"{name}: {d}/{check} has {got} (files, bytes, symlinks), want {want}")
-            out["phases"][name] = ph
+                if got[:3] != want:
+                    raise RuntimeError(f"{name}: {d}/{check} has {got[:3]} (files, bytes, symlinks), want {want}")
+                if linked and got[3] != got[0]:
+                    raise RuntimeError(f"{name}: {d}/{check}: {got[0] - got[3]} of {got[0]} files are not hard links")
 
         phase("copy", lambda d: ["cp", "-a", src, f"{d}/copy"], check="copy")
         phase("store", lambda d: ["cp", "-a", src, f"{d}/store"], check="store")  # untimed in the report
-        phase("link", lambda d: ["cp", "-al", f"{d}/store", f"{d}/link"], check="link")
+        phase("link", lambda d: ["cp", "-al", f"{d}/store", f"{d}/link"], check="link", linked=True)
         phase("rm_link", lambda d: ["rm", "-rf", f"{d}/link"])
         phase("rm_copy", lambda d: ["rm", "-rf", f"{d}/copy"])
         for d in s.dirs:
@@ -723,6 +746,10 @@ def run_tree(c, arm, n, rep):
     except Exception as e:
         out["error"] = str(e)
     finally:
+        for p in procs:  # a stop in the middle of a phase: its tools go first
+            if p.poll() is None:
+                p.kill()
+            p.wait()
         if s:
             out["ops"] = s.close()
     return out
@@ -767,7 +794,7 @@ def report(out):
     arms = meta["arms"]
     L = [f"# fusehop: {meta['profile']} profile", "",
          f"{meta['machine']}; load average at start {meta['load_start']}, at end {meta.get('load_end')}; "
-         f"volume loop-ext4, direct I/O {'on' if meta.get('direct_io') else 'OFF'}; "
+         f"volume loop-ext4, direct I/O {'on' if meta.get('direct_io') else 'OFF'}; " + (f"host dirs on {meta['work_fstype']}; " if meta.get('work_fstype') else "") +
          f"{meta['repeats']} repeat(s), arms shuffled per repeat; ratios paired per repeat, median "
          "[bootstrap 95 % CI] when there is more than one repeat. CPU = workload + daemons.", ""]
     failed = [r for r in runs if not r["ok"]]
@@ -781,6 +808,8 @@ def report(out):
               "|---|---|---|---|---|---|---|---|---|"]
         for arm in arms:
             rs = [r for r in runs if r["kind"] == "small" and r["n"] == n and r["arm"] == arm and r["ok"]]
+            if not any(r["kind"] == "small" and r["arm"] == arm for r in runs):
+                continue  # (the host arm runs only the tree kind)
             if not rs:
                 L.append(f"| {arm} | failed | | | | | | | |")
                 continue
@@ -839,6 +868,8 @@ def report(out):
             for arm in arms:
                 rs = [r for r in rs0 if r["arm"] == arm]
                 if not rs:
+                    if any(r["n"] == n and r["arm"] == arm for r in tree):
+                        L.append(f"| {ph} | {arm} | failed | | | | |")
                     continue
 
                 def per_rep(a):
@@ -871,6 +902,8 @@ def report(out):
         for arm in arms:
             js = [j for r in fio if r["arm"] == arm for j in r["jobs"] if j["job"] == name and j["ok"]]
             nat = {r["rep"]: j for r in fio if r["arm"] == "native" for j in r["jobs"] if j["job"] == name and j["ok"]}
+            if not any(r["arm"] == arm for r in fio):
+                continue
             if not js:
                 L.append(f"| {name} | {arm} | failed | | | | | |")
                 continue
@@ -890,6 +923,8 @@ def report(out):
               "|---|---|---|---|---|---|---|---|"]
     for arm in arms if any(r["kind"] == "stream" for r in runs) else []:
         rs = [r for r in runs if r["kind"] == "stream" and r["arm"] == arm and r["ok"]]
+        if not any(r["kind"] == "stream" and r["arm"] == arm for r in runs):
+            continue
         if not rs:
             L.append(f"| {arm} | failed | | | | | | |")
             continue
@@ -966,6 +1001,8 @@ def cmd_run(a):
     meta = {"profile": a.profile, "arms": arms, "kinds": kinds, "ns": p["ns"], "repeats": p["repeats"], "files": p["files"],
             "stream": p["stream"], "bigwrite": p["bigwrite"], "tree_files": p["tree_files"], "arm_bdi": {x: ARM_BDI[x] for x in arms if x in ARM_BDI},
             "fio_size": p["fio_size"], "machine": machine(), "load_start": loadavg(),
+            # the host arm's filesystem (its dirs are under --work)
+            "work_fstype": sh(["findmnt", "-no", "FSTYPE", "-T", a.work], check=False).stdout.strip(),
             "started": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())}
     log(f"profile {a.profile}: arms {arms}, N {p['ns']}, {p['repeats']} repeat(s), {p['files']} files; "
         f"load {meta['load_start']}")
