@@ -5,7 +5,13 @@ set -e
 W=$(mktemp -d /tmp/pinexp.XXXX)
 truncate -s 8G $W/img; L=$(losetup --find --show --direct-io=on $W/img)
 mkfs.ext4 -q $L; mkdir $W/vol $W/mnt; mount $L $W/vol; mkdir $W/vol/state $W/vol/content
-cleanup() { fusermount3 -u $W/mnt 2>/dev/null || umount -l $W/mnt 2>/dev/null; sleep 1; umount $W/vol; losetup -d $L; rm -rf $W; }
+cleanup() {
+  set +e  # (under set -e the first failing unmount ended the cleanup: it leaked mounts)
+  fusermount3 -u $W/mnt 2>/dev/null || umount -l $W/mnt 2>/dev/null
+  # the daemon may still hold the volume for a moment after its unmount
+  for i in $(seq 40); do umount $W/vol 2>/dev/null && break; sleep 0.25; done
+  losetup -d $L; rm -rf $W
+}
 trap cleanup EXIT
 SRC=${SRC:?}
 for mode in free pinned free pinned; do
