@@ -20,6 +20,7 @@
 #include <sys/xattr.h>
 
 #include "wsfs.h"
+#include "uring.h"
 
 #define EXIT_USAGE 2
 
@@ -35,6 +36,7 @@ typedef struct Args {
     int writeback, splice, xattrs; /* -1: the profile's */
     int negative, flush, cache_symlinks, parallel_dirops, keep_cache, readdirplus; /* -1: the profile's */
     int clone_fd;                  /* -1: the profile's */
+    int io_uring;                  /* FUSE over io_uring: 0 off (default), 1 on */
     double timeout;                /* <0: the profile's */
 } Args;
 
@@ -58,6 +60,8 @@ static void usage(FILE *f) {
             "  --threads=N|auto         FUSE worker threads (default auto: one per CPU, at least 2;\n"
             "                           1: the single-threaded loop)\n"
             "  --clone-fd=on|off        one /dev/fuse fd per worker thread (default off; needs --threads > 1)\n"
+            "  --io-uring=on|off        FUSE requests over per-CPU io_uring queues where the kernel allows it\n"
+            "                           (fuse's enable_uring parameter); else /dev/fuse as usual (default off)\n"
             "  --fd-cache=N             fds held for files at most: cached + open (default 1024)\n"
             "  --profile=NAME           default | published (1 thread, no writeback cache, no splice,\n"
             "                           1 s timeouts: the published engine, for benchmarks)\n"
@@ -110,7 +114,7 @@ static int parse_bool(const char *s) {
 static int parse_args(int argc, char **argv, Args *a) {
     enum { O_STATE = 256, O_CONTENT, O_COMMIT, O_BREC, O_BMS, O_THREADS, O_CAS, O_STATS, O_FG, O_HELP,
            O_FDCACHE, O_PROFILE, O_WB, O_SPLICE, O_TIMEOUT, O_XATTRS, O_SHARE, O_NEG, O_FLUSH, O_CSYM, O_PDIR,
-           O_KEEP, O_RDP, O_CLONEFD };
+           O_KEEP, O_RDP, O_CLONEFD, O_URING };
     static const struct option opts[] = {
         { "state", required_argument, NULL, O_STATE },
         { "content", required_argument, NULL, O_CONTENT },
@@ -135,6 +139,7 @@ static int parse_args(int argc, char **argv, Args *a) {
         { "keep-cache", required_argument, NULL, O_KEEP },
         { "readdirplus", required_argument, NULL, O_RDP },
         { "clone-fd", required_argument, NULL, O_CLONEFD },
+        { "io-uring", required_argument, NULL, O_URING },
         { "help", no_argument, NULL, O_HELP },
         {},
     };
@@ -205,6 +210,10 @@ static int parse_args(int argc, char **argv, Args *a) {
         case O_CSYM:
         case O_PDIR:
         case O_KEEP:
+        case O_URING:
+            if ((a->io_uring = parse_bool(optarg)) < 0)
+                return BAD("--io-uring: '%s' is not on or off", optarg);
+            break;
         case O_CLONEFD: {
             int *v = c == O_NEG ? &a->negative : c == O_FLUSH ? &a->flush : c == O_CSYM ? &a->cache_symlinks
                      : c == O_PDIR ? &a->parallel_dirops : c == O_KEEP ? &a->keep_cache : &a->clone_fd;
@@ -498,19 +507,25 @@ int main(int argc, char **argv) {
         fprintf(stderr, "layoutd-wsfs: mounting %s failed\n", a.mountpoint);
         goto handlers;
     }
+    /* Before the loop reads FUSE_INIT: the transport has to see it. */
+    if (a.io_uring && uring_attach(se) != 0) {
+        fprintf(stderr, "layoutd-wsfs: --io-uring=on: the transport could not be set up\n");
+        goto unmount;
+    }
     char share[32] = "unlimited";
     if (a.pool_share != UINT64_MAX)
         snprintf(share, sizeof(share), "%" PRIu64, a.pool_share);
     fprintf(stderr, "layoutd-wsfs: serving %s at %s (commit=%s batch=%" PRIu64 "/%" PRIu64 "ms threads=%" PRIu64
             " shards=%zu cas-threshold=%" PRIu64 " profile=%s fd-cache=%" PRIu64 " writeback-cache=%s splice=%s"
             " timeout=%g xattrs=%s pool-share=%s negative-entries=%s flush=%s cache-symlinks=%s"
-            " parallel-dirops=%s keep-cache=%s readdirplus=%s clone-fd=%s)\n",
+            " parallel-dirops=%s keep-cache=%s readdirplus=%s clone-fd=%s io-uring=%s)\n",
             a.state, a.mountpoint, commit_mode_to_string(a.mode), a.batch_records, a.batch_ms, a.threads,
             pool.n_shards, a.cas_threshold, a.profile, a.fd_cache, a.writeback ? "on" : "off",
             a.splice ? "on" : "off", a.timeout, a.xattrs ? "on" : "off", share,
             a.negative ? "on" : "off", a.flush ? "on" : "off", a.cache_symlinks ? "on" : "off",
             a.parallel_dirops ? "on" : "off", a.keep_cache ? "on" : "off",
-            a.readdirplus == 2 ? "auto" : a.readdirplus ? "always" : "off", a.clone_fd ? "on" : "off");
+            a.readdirplus == 2 ? "auto" : a.readdirplus ? "always" : "off", a.clone_fd ? "on" : "off",
+            a.io_uring ? "on" : "off");
 
     if (a.threads == 1)
         r = fuse_session_loop(se);
@@ -524,7 +539,10 @@ int main(int argc, char **argv) {
     }
     /* 0, or the number of the signal that ended the loop; <0 on error. */
     ret = r >= 0 ? EXIT_SUCCESS : EXIT_FAILURE;
+unmount:
     fuse_session_unmount(se);
+    if (a.io_uring)
+        uring_detach();
     fprintf(stderr, "layoutd-wsfs: unmounted %s\n", a.mountpoint);
 handlers:
     fuse_remove_signal_handlers(se);

@@ -2,13 +2,34 @@
 # POSIX behaviour of a layoutd-wsfs mount on a small tree, with the
 # single-threaded loop (default) or the multi-threaded one (THREADS=N),
 # and a real git repository and tar round trip inside the mount.
-TEST_NAME=wsfs-posix-t${THREADS:-1}
+# URING=1: the same over FUSE's io_uring transport (--io-uring=on): the
+# kernel's enable_uring is turned on for the test and put back after, and
+# the daemons must have served requests through their rings.
+TEST_NAME=wsfs-posix-t${THREADS:-1}${URING:+-uring}
 . "$LAYOUTD_TESTS/lib/common.sh"
 . "$LAYOUTD_TESTS/wsfs/lib.sh"
 require_cmd git
 require_cmd tar
+extra=()
+if [ "${URING:-}" = 1 ]; then
+    param=/sys/module/fuse/parameters/enable_uring
+    [ -w "$param" ] || skip "this kernel has no FUSE over io_uring ($param)"
+    uring_was=$(cat "$param")
+    restore_uring() { echo "$uring_was" > "$param"; }
+    on_cleanup restore_uring
+    echo Y > "$param"
+    extra=(--io-uring=on)
+fi
+# ring_served NAME: after a stop, the daemon served requests through its rings.
+ring_served() {
+    [ "${URING:-}" = 1 ] || return 0
+    local n
+    n=$(sed -n 's/.*io_uring: \([0-9]*\) requests came through the rings.*/\1/p' "$WORK/$1/log")
+    [ -n "$n" ] && [ "$n" -gt 0 ] || { cat "$WORK/$1/log" >&2; fail "$1: no request came through the io_uring rings"; }
+    log "$1: $n requests came through the io_uring rings"
+}
 
-wsfs_start ws --threads="${THREADS:-1}"
+wsfs_start ws --threads="${THREADS:-1}" "${extra[@]}"
 m=$WORK/ws/mnt
 s=$WORK/ws/state
 
@@ -98,10 +119,12 @@ tar -C "$m/doc" -xf "$WORK/doc.tar"
 diff -r --no-dereference "$src" "$m/doc" || fail "tar round trip differs"
 
 wsfs_stop ws "$WSFS_PID"
+ring_served ws
 # Everything is still there in the state dir, served again by a new daemon.
-wsfs_start ws --threads="${THREADS:-1}"
+wsfs_start ws --threads="${THREADS:-1}" "${extra[@]}"
 assert_eq new "$(cat "$m/a")" "after remount"
 assert_eq "$(sha256sum < "$WORK/big.src")" "$(sha256sum < "$m/big")" "big after remount"
 [ -z "$(git -C "$g" status --porcelain)" ] || fail "git status after remount"
 wsfs_stop ws "$WSFS_PID"
+ring_served ws
 log "ok"
