@@ -103,6 +103,9 @@ ARMS = {
     "wsfs-rdp-always": ("wsfs", ["--commit=none", "--readdirplus=always"]),
     "wsfs-rdp-off": ("wsfs", ["--commit=none", "--readdirplus=off"]),
     "wsfs-nocuts": ("wsfs", ["--commit=none", "--negative-entries=off", "--flush=on", "--cache-symlinks=off"]),
+    # FUSE over io_uring (issue 20, direction 6): the driver turns the
+    # kernel's enable_uring on for the run and puts it back after.
+    "wsfs-uring": ("wsfs", ["--commit=none", "--io-uring=on"]),
     # --wsfs-base: another binary, default options
     "wsfs-base": ("wsfs-base", ["--commit=none"]),
 }
@@ -194,6 +197,28 @@ def drop_caches():
         f.write("3\n")
 
 
+URING_PARAM = "/sys/module/fuse/parameters/enable_uring"
+
+
+def uring_enable():
+    """Turns the fuse module's enable_uring on; returns the value to put
+    back, or None when this kernel has no FUSE over io_uring."""
+    try:
+        with open(URING_PARAM) as f:
+            was = f.read().strip()
+        with open(URING_PARAM, "w") as f:
+            f.write("Y\n")
+        return was
+    except OSError:
+        return None
+
+
+def uring_restore(was):
+    if was is not None:
+        with open(URING_PARAM, "w") as f:
+            f.write(was + "\n")
+
+
 # ---------------------------------------------------------------- the volume
 
 class Volume:
@@ -279,6 +304,18 @@ class Daemon:
         v = proc_cpu_s(self.p.pid)
         return v - self.cpu0 if v is not None and self.cpu0 is not None else None
 
+    def ring_requests(self):
+        """After stop(): the requests the daemon served through io_uring
+        rings (its exit line), or None when it does not say."""
+        try:
+            with open(f"{self.mnt}.log") as f:
+                for line in f:
+                    if "requests came through the rings" in line:
+                        return int(line.split("io_uring: ")[1].split()[0])
+        except (OSError, ValueError, IndexError):
+            pass
+        return None
+
     def stop(self):
         """Returns the wsfs counters (final stats file) or None."""
         if self.p.poll() is None:
@@ -335,6 +372,9 @@ class Setup:
             st = d.stop()
             for k, v in ((st or {}).get("ops") or {}).items():
                 ops[k] = ops.get(k, 0) + v
+            rings = d.ring_requests()
+            if rings is not None:
+                ops["io_uring_served"] = ops.get("io_uring_served", 0) + rings
             shutil.rmtree(d.mnt, ignore_errors=True)
         shutil.rmtree(self.root, ignore_errors=True)
         return ops if any(d.kind == "wsfs" for d in self.daemons) else None
@@ -752,6 +792,9 @@ def run_tree(c, arm, n, rep):
             p.wait()
         if s:
             out["ops"] = s.close()
+            if "--io-uring=on" in ARMS[arm][1] and out["ok"] and not (out["ops"] or {}).get("io_uring_served"):
+                out["ok"] = False
+                out["error"] = "--io-uring=on, but no request came through the io_uring rings"
     return out
 
 
@@ -996,6 +1039,12 @@ def cmd_run(a):
     if any(ARMS[x][0] == "ptll" for x in arms) and not os.access(c.ptll, os.X_OK):
         log(f"passthrough_ll not built ({c.ptll}): Debian's libfuse3-dev example source missing? dropping its arms")
         arms = [x for x in arms if ARMS[x][0] != "ptll"]
+    uring_was = None
+    if any("--io-uring=on" in ARMS[x][1] for x in arms):
+        uring_was = uring_enable()
+        if uring_was is None:
+            log(f"no {URING_PARAM}: this kernel has no FUSE over io_uring; dropping the io_uring arms")
+            arms = [x for x in arms if "--io-uring=on" not in ARMS[x][1]]
     os.makedirs(a.out, exist_ok=True)
     signal.signal(signal.SIGTERM, on_signal)
     meta = {"profile": a.profile, "arms": arms, "kinds": kinds, "ns": p["ns"], "repeats": p["repeats"], "files": p["files"],
@@ -1040,6 +1089,7 @@ def cmd_run(a):
     finally:
         if c.vol:
             c.vol.close()
+        uring_restore(uring_was)
         meta["load_end"] = loadavg()
         with open(f"{a.out}/meta.json", "w") as f:
             json.dump(meta, f)
