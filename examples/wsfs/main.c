@@ -507,10 +507,16 @@ int main(int argc, char **argv) {
         fprintf(stderr, "layoutd-wsfs: mounting %s failed\n", a.mountpoint);
         goto handlers;
     }
-    /* Before the loop reads FUSE_INIT: the transport has to see it. */
-    if (a.io_uring && uring_attach(se) != 0) {
-        fprintf(stderr, "layoutd-wsfs: --io-uring=on: the transport could not be set up\n");
-        goto unmount;
+    /* Before the loop reads FUSE_INIT: the transport has to see it. Where
+     * io_uring itself is missing or forbidden (no SQE128, a seccomp
+     * filter, io_uring_disabled), the daemon serves over /dev/fuse. */
+    if (a.io_uring) {
+        int ur = uring_attach(se);
+        if (ur != 0) {
+            fprintf(stderr, "layoutd-wsfs: --io-uring=on: no io_uring here (%s); serving over /dev/fuse\n",
+                    strerror(-ur));
+            a.io_uring = 0;
+        }
     }
     char share[32] = "unlimited";
     if (a.pool_share != UINT64_MAX)
@@ -539,7 +545,6 @@ int main(int argc, char **argv) {
     }
     /* 0, or the number of the signal that ended the loop; <0 on error. */
     ret = r >= 0 ? EXIT_SUCCESS : EXIT_FAILURE;
-unmount:
     fuse_session_unmount(se);
     if (a.io_uring)
         uring_detach();

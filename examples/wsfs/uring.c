@@ -23,8 +23,10 @@
  * Needs /sys/module/fuse/parameters/enable_uring = 1; without it the kernel
  * ignores the flag and everything stays on /dev/fuse. */
 #include <errno.h>
+#include <fcntl.h>
 #include <pthread.h>
 #include <sched.h>
+#include <signal.h>
 #include <stdatomic.h>
 #include <inttypes.h>
 #include <stdint.h>
@@ -100,10 +102,12 @@ struct ent {
     char *wire; /* the request in /dev/fuse's format */
     struct iovec iov[2];
     uint64_t commit_id;
+    uint32_t last_op;        /* the command last submitted for it (resubmitted on EAGAIN/EINTR) */
     _Atomic uint64_t unique; /* the request it holds, 0 when none */
 };
 struct uq {
     int qid;
+    bool running; /* its thread was created */
     pthread_t tid;
     struct io_uring ring;
     pthread_mutex_t lock; /* the SQ: repliers on other threads submit too */
@@ -112,13 +116,22 @@ struct uq {
 
 static struct {
     struct fuse_session *se;
-    int devfd;
+    int devfd; /* a dup of the session's /dev/fuse fd: the unmount closes the session's */
     int nq;
     struct uq *q;
     _Atomic uint64_t init_unique;
     _Atomic int started;
     _Atomic uint64_t served; /* requests that came through a ring */
 } U;
+
+/* A ring that cannot go on would leave its CPU's callers waiting forever:
+ * the kernel keeps handing that CPU's requests to its queue. End the
+ * daemon instead (libfuse's SIGTERM handler stops the loop and unmounts);
+ * the agent restarts it. */
+static void fatal(int qid, const char *what, int err) {
+    fprintf(stderr, "layoutd-wsfs: io_uring: queue %d: %s: %s; stopping the daemon\n", qid, what, strerror(err));
+    kill(getpid(), SIGTERM);
+}
 
 static ssize_t dev_read(int fd, void *buf, size_t len, void *ud) {
     (void) ud;
@@ -140,6 +153,7 @@ static struct ent *ent_of(uint64_t unique) {
 }
 
 static void sqe_cmd(struct io_uring_sqe *sqe, struct ent *e, uint32_t op, uint64_t commit_id) {
+    e->last_op = op;
     memset(sqe, 0, 128);
     sqe->opcode = IORING_OP_URING_CMD;
     sqe->fd = U.devfd;
@@ -154,29 +168,57 @@ static void sqe_cmd(struct io_uring_sqe *sqe, struct ent *e, uint32_t op, uint64
     }
 }
 
+/* Submits the entry's command again (a completion said EAGAIN or EINTR). */
+static void resubmit(struct ent *e) {
+    pthread_mutex_lock(&e->q->lock);
+    struct io_uring_sqe *sqe = io_uring_get_sqe(&e->q->ring);
+    int r = -EBUSY;
+    if (sqe) {
+        sqe_cmd(sqe, e, e->last_op, e->last_op == K_CMD_REGISTER ? 0 : e->commit_id);
+        r = io_uring_submit(&e->q->ring);
+    }
+    pthread_mutex_unlock(&e->q->lock);
+    if (r < 0)
+        fatal(e->q->qid, "resubmit", -r);
+}
+
+/* Puts a reply into its entry and commits it. Every request taken from a
+ * ring gets a commit, or its caller would wait forever: a reply that does
+ * not fit goes back as EIO. Returns the reply's length, as writev would. */
 static ssize_t commit(struct ent *e, const struct iovec *iov, int count) {
     const struct k_out_header *oh = iov[0].iov_base;
+    struct k_out_header *out = (struct k_out_header *) e->hdr->in_out;
     size_t len = 0;
+    out->error = oh->error;
     for (int i = 1; i < count; i++) {
-        if (len + iov[i].iov_len > PAYLOAD)
-            return -1;
+        if (len + iov[i].iov_len > PAYLOAD) {
+            len = 0;
+            out->error = -EIO;
+            break;
+        }
         memcpy(e->payload + len, iov[i].iov_base, iov[i].iov_len);
         len += iov[i].iov_len;
     }
-    struct k_out_header *out = (struct k_out_header *) e->hdr->in_out;
     out->len = (uint32_t) len;
-    out->error = oh->error;
     out->unique = oh->unique;
     e->hdr->ent.payload_sz = (uint32_t) len;
     atomic_store(&e->unique, 0);
     pthread_mutex_lock(&e->q->lock);
+    /* The SQ has room: it holds 2 * DEPTH, and an entry has at most one
+     * command in flight (plus the stop's NOP). */
     struct io_uring_sqe *sqe = io_uring_get_sqe(&e->q->ring);
+    int r = -EBUSY;
     if (sqe) {
         sqe_cmd(sqe, e, K_CMD_COMMIT_AND_FETCH, e->commit_id);
-        io_uring_submit(&e->q->ring);
+        r = io_uring_submit(&e->q->ring);
     }
     pthread_mutex_unlock(&e->q->lock);
-    return sqe ? (ssize_t) (iov[0].iov_len + len) : -1;
+    if (r < 0) {
+        fatal(e->q->qid, "commit", -r);
+        errno = -r;
+        return -1;
+    }
+    return (ssize_t) (iov[0].iov_len + len);
 }
 
 static void *queue_main(void *arg);
@@ -186,12 +228,8 @@ static ssize_t dev_writev(int fd, struct iovec *iov, int count, void *ud) {
     struct k_out_header *oh = iov[0].iov_base;
     if (oh->unique != 0) {
         struct ent *e = ent_of(oh->unique);
-        if (e) {
-            ssize_t r = commit(e, iov, count);
-            if (r < 0)
-                errno = EIO;
-            return r;
-        }
+        if (e)
+            return commit(e, iov, count);
     }
     bool init = oh->unique != 0 && oh->unique == atomic_load(&U.init_unique) && oh->error == 0 && count >= 2 &&
                 iov[1].iov_len >= sizeof(struct k_init_out);
@@ -204,9 +242,21 @@ static ssize_t dev_writev(int fd, struct iovec *iov, int count, void *ud) {
     }
     ssize_t r = writev(fd, iov, count);
     if (init && r >= 0 && !atomic_exchange(&U.started, 1)) {
-        for (int i = 0; i < U.nq; i++)
-            if (pthread_create(&U.q[i].tid, NULL, queue_main, &U.q[i]) != 0)
-                fprintf(stderr, "layoutd-wsfs: io_uring: queue %d: no thread\n", i);
+        /* The kernel now holds every new request until each queue has an
+         * entry, so a queue without its thread would hang the mount. The
+         * threads take no signals: SIGTERM must reach the loop's thread. */
+        sigset_t all, old;
+        sigfillset(&all);
+        pthread_sigmask(SIG_SETMASK, &all, &old);
+        for (int i = 0; i < U.nq; i++) {
+            int err = pthread_create(&U.q[i].tid, NULL, queue_main, &U.q[i]);
+            if (err != 0) {
+                fatal(i, "thread", err);
+                break;
+            }
+            U.q[i].running = true;
+        }
+        pthread_sigmask(SIG_SETMASK, &old, NULL);
     }
     return r;
 }
@@ -247,8 +297,10 @@ static void *queue_main(void *arg) {
     }
     int r = io_uring_submit(&q->ring);
     pthread_mutex_unlock(&q->lock);
-    if (r < 0)
-        fprintf(stderr, "layoutd-wsfs: io_uring: queue %d: register: %s\n", q->qid, strerror(-r));
+    if (r < 0) {
+        fatal(q->qid, "register", -r);
+        return NULL;
+    }
     for (;;) {
         struct io_uring_cqe *cqe;
         r = io_uring_wait_cqe(&q->ring, &cqe);
@@ -261,14 +313,23 @@ static void *queue_main(void *arg) {
         io_uring_cqe_seen(&q->ring, cqe);
         if (!e) /* the stop's wake-up */
             break;
+        if (res == -EAGAIN || res == -EINTR) {
+            resubmit(e);
+            continue;
+        }
         if (res < 0) {
-            /* EOPNOTSUPP: the kernel does not offer it (enable_uring off),
-             * and every request stays on /dev/fuse. ENOTCONN: unmounted. */
-            if (res == -EOPNOTSUPP && q->qid == 0)
-                fprintf(stderr, "layoutd-wsfs: io_uring: the kernel refused the queues (is "
-                                "/sys/module/fuse/parameters/enable_uring Y?); serving over /dev/fuse\n");
-            else if (res != -ENOTCONN && res != -EOPNOTSUPP)
-                fprintf(stderr, "layoutd-wsfs: io_uring: queue %d: %s\n", q->qid, strerror(-res));
+            /* EOPNOTSUPP at REGISTER: the kernel does not offer it
+             * (enable_uring off) and every request stays on /dev/fuse.
+             * ENOTCONN, ECONNABORTED: unmounted or aborted. Anything else
+             * leaves this CPU's queue short of an entry for good. */
+            if (res == -EOPNOTSUPP && e->last_op == K_CMD_REGISTER) {
+                if (q->qid == 0 && e == &q->ent[0])
+                    fprintf(stderr, "layoutd-wsfs: io_uring: the kernel refused the queues (is "
+                                    "/sys/module/fuse/parameters/enable_uring Y?); serving over /dev/fuse\n");
+                continue; /* the other entries' refusals */
+            }
+            if (res != -ENOTCONN && res != -ECONNABORTED)
+                fatal(q->qid, e->last_op == K_CMD_REGISTER ? "register" : "commit and fetch", -res);
             break;
         }
         handle(e);
@@ -276,42 +337,91 @@ static void *queue_main(void *arg) {
     return NULL;
 }
 
+/* The kernel keeps one queue per possible CPU (nr_cpu_ids), and all of
+ * them must be registered: count them as it does, from the possible mask
+ * ("0-3", "0,2-5"), not from the CPUs online or configured. */
+static int possible_cpus(void) {
+    FILE *f = fopen("/sys/devices/system/cpu/possible", "re");
+    char line[256];
+    int max = -1;
+    if (f && fgets(line, sizeof(line), f))
+        for (char *t = strtok(line, ",\n"); t; t = strtok(NULL, ",\n")) {
+            char *dash = strchr(t, '-');
+            int hi = atoi(dash ? dash + 1 : t);
+            max = hi > max ? hi : max;
+        }
+    if (f)
+        fclose(f);
+    return max >= 0 ? max + 1 : (int) sysconf(_SC_NPROCESSORS_CONF);
+}
+
+static void free_all(void) {
+    for (int i = 0; U.q && i < U.nq; i++) {
+        struct uq *q = &U.q[i];
+        if (q->ring.ring_fd > 0)
+            io_uring_queue_exit(&q->ring);
+        for (int k = 0; k < DEPTH; k++) {
+            struct ent *e = &q->ent[k];
+            if (e->hdr && e->hdr != MAP_FAILED)
+                munmap(e->hdr, 4096);
+            if (e->payload && e->payload != MAP_FAILED)
+                munmap(e->payload, PAYLOAD);
+            free(e->wire);
+        }
+        pthread_mutex_destroy(&q->lock);
+    }
+    U.nq = 0; /* ent_of() finds nothing from now on */
+    free(U.q);
+    U.q = NULL;
+    if (U.devfd >= 0)
+        close(U.devfd);
+    U.devfd = -1;
+}
+
 int uring_attach(struct fuse_session *se) {
     U.se = se;
-    U.devfd = fuse_session_fd(se);
-    U.nq = (int) sysconf(_SC_NPROCESSORS_CONF);
+    U.nq = possible_cpus();
+    U.devfd = fcntl(fuse_session_fd(se), F_DUPFD_CLOEXEC, 3);
     U.q = calloc((size_t) U.nq, sizeof(*U.q));
-    if (!U.q)
-        return -ENOMEM;
-    for (int i = 0; i < U.nq; i++) {
+    int r = U.devfd < 0 ? -errno : !U.q ? -ENOMEM : 0;
+    for (int i = 0; r == 0 && i < U.nq; i++) {
         struct uq *q = &U.q[i];
         q->qid = i;
+        q->ring.ring_fd = -1;
         pthread_mutex_init(&q->lock, NULL);
         struct io_uring_params p = { .flags = IORING_SETUP_SQE128 | IORING_SETUP_CQSIZE, .cq_entries = 4 * DEPTH };
-        int r = io_uring_queue_init_params(2 * DEPTH, &q->ring, &p);
-        if (r < 0)
-            return r;
-        for (int k = 0; k < DEPTH; k++) {
+        r = io_uring_queue_init_params(2 * DEPTH, &q->ring, &p);
+        if (r < 0) {
+            q->ring.ring_fd = -1;
+            break;
+        }
+        for (int k = 0; r == 0 && k < DEPTH; k++) {
             struct ent *e = &q->ent[k];
             e->q = q;
             e->hdr = mmap(NULL, 4096, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
             e->payload = mmap(NULL, PAYLOAD, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
             e->wire = malloc(PAYLOAD + 512);
             if (e->hdr == MAP_FAILED || e->payload == MAP_FAILED || !e->wire)
-                return -ENOMEM;
+                r = -ENOMEM;
             e->iov[0] = (struct iovec) { e->hdr, sizeof(*e->hdr) };
             e->iov[1] = (struct iovec) { e->payload, PAYLOAD };
         }
     }
     const struct fuse_custom_io io = { .read = dev_read, .writev = dev_writev };
-    return fuse_session_custom_io(se, &io, U.devfd);
+    if (r == 0)
+        r = fuse_session_custom_io(se, &io, fuse_session_fd(se));
+    if (r != 0)
+        free_all(); /* nothing changed: the session stays on /dev/fuse */
+    return r;
 }
 
 void uring_detach(void) {
     if (!U.q)
         return;
-    for (int i = 0; i < U.nq && atomic_load(&U.started); i++) {
+    for (int i = 0; i < U.nq; i++) {
         struct uq *q = &U.q[i];
+        if (!q->running)
+            continue;
         pthread_mutex_lock(&q->lock);
         struct io_uring_sqe *sqe = io_uring_get_sqe(&q->ring);
         if (sqe) {
@@ -323,4 +433,5 @@ void uring_detach(void) {
         pthread_join(q->tid, NULL);
     }
     fprintf(stderr, "layoutd-wsfs: io_uring: %" PRIu64 " requests came through the rings\n", atomic_load(&U.served));
+    free_all();
 }
