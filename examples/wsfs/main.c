@@ -205,15 +205,15 @@ static int parse_args(int argc, char **argv, Args *a) {
         case O_XATTRS:
             a->xattrs = 1;
             break;
+        case O_URING:
+            if ((a->io_uring = parse_bool(optarg)) < 0)
+                return BAD("--io-uring: '%s' is not on or off", optarg);
+            break;
         case O_NEG:
         case O_FLUSH:
         case O_CSYM:
         case O_PDIR:
         case O_KEEP:
-        case O_URING:
-            if ((a->io_uring = parse_bool(optarg)) < 0)
-                return BAD("--io-uring: '%s' is not on or off", optarg);
-            break;
         case O_CLONEFD: {
             int *v = c == O_NEG ? &a->negative : c == O_FLUSH ? &a->flush : c == O_CSYM ? &a->cache_symlinks
                      : c == O_PDIR ? &a->parallel_dirops : c == O_KEEP ? &a->keep_cache : &a->clone_fd;

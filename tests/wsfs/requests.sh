@@ -103,7 +103,7 @@ wsfs_stop pub "$(cat "$WORK/pub/pid")"
 
 # Bad values are refused before anything is mounted.
 mkdir -p "$WORK/bad/state" "$WORK/bad/mnt"
-for o in --negative-entries=maybe --flush=2 --cache-symlinks= --keep-cache=x --parallel-dirops=y --readdirplus=some; do
+for o in --negative-entries=maybe --flush=2 --cache-symlinks= --keep-cache=x --parallel-dirops=y --readdirplus=some --io-uring=maybe; do
     rc=0
     "$WSFS" --state "$WORK/bad/state" --content "$WORK/content" "$o" "$WORK/bad/mnt" >"$WORK/bad/out" 2>&1 || rc=$?
     assert_eq 2 "$rc" "exit status for $o"
