@@ -81,7 +81,7 @@ static void grow(InodeTable *t) {
     t->n_buckets = n;
 }
 
-int inode_table_get(InodeTable *t, const struct stat *st, const FileHandle *fh, Inode **ret) {
+int inode_table_get(InodeTable *t, const struct stat *st, const FileHandle *fh, bool in_store, Inode **ret) {
     if (st->st_dev == t->root.dev && st->st_ino == t->root.ino) {
         *ret = &t->root; /* its nlookup is never counted down to zero */
         return 0;
@@ -98,7 +98,7 @@ int inode_table_get(InodeTable *t, const struct stat *st, const FileHandle *fh, 
             return -ENOMEM;
         }
         *i = (Inode) { .dev = st->st_dev, .ino = st->st_ino, .type = st->st_mode & S_IFMT, .fh = *fh,
-                       .slot = { .fd = -EBADF }, .backing_id = -1 };
+                       .slot = { .fd = -EBADF }, .backing_id = -1, .in_store = in_store };
         i->hnext = t->buckets[h];
         t->buckets[h] = i;
         atomic_fetch_add(&t->stats->inodes, 1);

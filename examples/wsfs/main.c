@@ -26,6 +26,7 @@
 
 typedef struct Args {
     const char *state, *stats_file, *mountpoint;
+    const char *store;             /* --store, or LAYOUTD_STORE_DIR; NULL: none */
     char **content;
     size_t n_content;
     CommitMode mode;
@@ -79,6 +80,8 @@ static void usage(FILE *f) {
             "  --pool-share=BYTES|unlimited  bytes of pool objects this workspace may reference\n"
             "                           (default unlimited; beyond it files stay in the state dir)\n"
             "  --stats-file=PATH        counters as JSON, after batches and on SIGUSR1\n"
+            "  --store=DIR|off          a package store shared with the tenant's other workspaces, shown\n"
+            "                           as MOUNTPOINT/" WSFS_STORE_NAME " (made if missing; default: LAYOUTD_STORE_DIR, else off)\n"
             "  --foreground, -f         accepted; it never daemonizes anyway\n"
             "  -o OPT[,OPT...]          FUSE mount options (default_permissions; allow_other as root)\n"
             "  -d                       FUSE debug output\n"
@@ -87,6 +90,7 @@ static void usage(FILE *f) {
             "  LAYOUTD_CONTENT_UUIDS=U[,U]   the content volumes' uuids, in --content order\n"
             "  LAYOUTD_STATE_VOLUME=DIR      the state volume's root (--state must be below it)\n"
             "  LAYOUTD_STATE_VOLUME_UUID=U   its uuid (each volume's DIR/.layoutd-volume must match)\n"
+            "  LAYOUTD_STORE_DIR=DIR         the package store, when --store is not given\n"
             "\n"
             "       layoutd-wsfs gc --help     the content pool's sweeper\n"
             "       layoutd-wsfs fsck --help   every stub without its object\n");
@@ -114,7 +118,7 @@ static int parse_bool(const char *s) {
 static int parse_args(int argc, char **argv, Args *a) {
     enum { O_STATE = 256, O_CONTENT, O_COMMIT, O_BREC, O_BMS, O_THREADS, O_CAS, O_STATS, O_FG, O_HELP,
            O_FDCACHE, O_PROFILE, O_WB, O_SPLICE, O_TIMEOUT, O_XATTRS, O_SHARE, O_NEG, O_FLUSH, O_CSYM, O_PDIR,
-           O_KEEP, O_RDP, O_CLONEFD, O_URING };
+           O_KEEP, O_RDP, O_CLONEFD, O_URING, O_STORE };
     static const struct option opts[] = {
         { "state", required_argument, NULL, O_STATE },
         { "content", required_argument, NULL, O_CONTENT },
@@ -140,6 +144,7 @@ static int parse_args(int argc, char **argv, Args *a) {
         { "readdirplus", required_argument, NULL, O_RDP },
         { "clone-fd", required_argument, NULL, O_CLONEFD },
         { "io-uring", required_argument, NULL, O_URING },
+        { "store", required_argument, NULL, O_STORE },
         { "help", no_argument, NULL, O_HELP },
         {},
     };
@@ -246,6 +251,11 @@ static int parse_args(int argc, char **argv, Args *a) {
         case O_STATS:
             a->stats_file = optarg;
             break;
+        case O_STORE:
+            if (isempty(optarg))
+                return BAD("--store: a directory or off");
+            a->store = optarg;
+            break;
         case 'o':
             if (append_opt(&a->fuse_opts, optarg) < 0)
                 return BAD("out of memory");
@@ -267,6 +277,10 @@ static int parse_args(int argc, char **argv, Args *a) {
     }
     if (!a->state)
         return BAD("--state DIR is required");
+    if (!a->store)
+        a->store = isempty(getenv("LAYOUTD_STORE_DIR")) ? NULL : getenv("LAYOUTD_STORE_DIR");
+    if (a->store && streq(a->store, "off"))
+        a->store = NULL;
     /* No --content: a layout without a content pool. Files stay whole in
      * the state dir (no CAS); a stub left from a pool reads as EIO. */
     if (a->n_content == 0)
@@ -349,6 +363,50 @@ static int check_state_dir(const char *path, int *ret_path_fd, int *ret_sync_fd)
     return 0;
 }
 
+/* The package store: made if missing, with the state dir's owner and
+ * mode, so whoever may write the workspace may write the store (and its
+ * parent too, root's, 0755: the agent names <volume>/stores/<tenant>;
+ * the grandparent must exist). It must be on the state dir's filesystem (the clones
+ * share extents, and its writes join the same flush), and neither dir may
+ * hold the other (an inode would be both a store and a workspace file).
+ * Returns: 0 (*ret_fd: O_PATH), or the exit status after a message. */
+static int open_store(const char *path, const char *state, int state_fd, int *ret_fd) {
+    struct stat sst, st;
+    if (fstat(state_fd, &sst) < 0)
+        return BAD("--state %s: %m", state);
+    _cleanup_free_ char *parent = strdup(path);
+    if (!parent)
+        return BAD("out of memory");
+    char *slash = strrchr(parent, '/');
+    if (slash && slash != parent) {
+        *slash = 0;
+        if (mkdir(parent, 0755) < 0 && errno != EEXIST)
+            return BAD("--store %s: cannot make %s: %m", path, parent);
+    }
+    if (mkdir(path, sst.st_mode & 07777) == 0) {
+        if (chown(path, sst.st_uid, sst.st_gid) < 0 || chmod(path, sst.st_mode & 07777) < 0) {
+            int err = errno;
+            (void) rmdir(path);
+            return BAD("--store %s: cannot give it the state dir's owner and mode: %s", path, strerror(err));
+        }
+    } else if (errno != EEXIST)
+        return BAD("--store %s: cannot make it: %m", path);
+    _cleanup_close_ int fd = open(path, O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+    if (fd < 0 || fstat(fd, &st) < 0)
+        return BAD("--store %s: %m", path);
+    if (st.st_dev != sst.st_dev)
+        return BAD("--store %s: not on the filesystem of --state %s; a store elsewhere saves nothing", path, state);
+    _cleanup_free_ char *rs = realpath(path, NULL), *rt = realpath(state, NULL);
+    if (!rs || !rt)
+        return BAD("--store %s: cannot resolve it or the state dir: %m", path);
+    size_t ls = strlen(rs), lt = strlen(rt);
+    if ((strncmp(rs, rt, lt) == 0 && (rs[lt] == '/' || rs[lt] == 0 || lt == 1)) ||
+        (strncmp(rt, rs, ls) == 0 && (rt[ls] == '/' || rt[ls] == 0 || ls == 1)))
+        return BAD("--store %s and --state %s: one holds the other; they must be apart", path, state);
+    *ret_fd = TAKE_FD(fd);
+    return 0;
+}
+
 typedef struct SigCtx {
     Stats *stats;
     Committer *committer;
@@ -408,6 +466,9 @@ int main(int argc, char **argv) {
     else if ((r = cas_pool_open(&pool, a.content, a.n_content, content_fds, &bad)) < 0)
         return BAD("--content %s: unusable as a content dir: %s", a.content[bad], strerror(-r));
     pool.no_sync = a.mode == COMMIT_NONE;
+    int store_fd = -EBADF;
+    if (a.store && (r = open_store(a.store, a.state, sync_fd, &store_fd)) != 0)
+        return r;
     if (stat(a.mountpoint, &st) < 0)
         return BAD("MOUNTPOINT %s: %m", a.mountpoint);
     if (!S_ISDIR(st.st_mode))
@@ -445,7 +506,7 @@ int main(int argc, char **argv) {
                       .writeback = a.writeback, .splice = a.splice, .xattrs = a.xattrs, .timeout = a.timeout,
                       .pool_share = a.pool_share, .negative_entries = a.negative, .flush = a.flush,
                       .cache_symlinks = a.cache_symlinks, .parallel_dirops = a.parallel_dirops,
-                      .keep_cache = a.keep_cache, .readdirplus = a.readdirplus };
+                      .keep_cache = a.keep_cache, .readdirplus = a.readdirplus, .store_fd = store_fd };
     r = fs_new(&fcfg, &fs);
     if (r < 0) {
         /* open_by_handle_at needs CAP_DAC_READ_SEARCH; no handles: EOPNOTSUPP */
@@ -453,6 +514,7 @@ int main(int argc, char **argv) {
         return EXIT_USAGE;
     }
     root_fd = -EBADF; /* the inode table has it */
+    store_fd = -EBADF; /* the Fs has it */
     int probe = file_handle_open(&fs->mounts, &fs->inodes.root.fh, O_PATH);
     if (probe < 0) {
         fprintf(stderr, "layoutd-wsfs: --state %s: open_by_handle_at: %s (needs CAP_DAC_READ_SEARCH)\n",
@@ -524,14 +586,14 @@ int main(int argc, char **argv) {
     fprintf(stderr, "layoutd-wsfs: serving %s at %s (commit=%s batch=%" PRIu64 "/%" PRIu64 "ms threads=%" PRIu64
             " shards=%zu cas-threshold=%" PRIu64 " profile=%s fd-cache=%" PRIu64 " writeback-cache=%s splice=%s"
             " timeout=%g xattrs=%s pool-share=%s negative-entries=%s flush=%s cache-symlinks=%s"
-            " parallel-dirops=%s keep-cache=%s readdirplus=%s clone-fd=%s io-uring=%s)\n",
+            " parallel-dirops=%s keep-cache=%s readdirplus=%s clone-fd=%s io-uring=%s store=%s)\n",
             a.state, a.mountpoint, commit_mode_to_string(a.mode), a.batch_records, a.batch_ms, a.threads,
             pool.n_shards, a.cas_threshold, a.profile, a.fd_cache, a.writeback ? "on" : "off",
             a.splice ? "on" : "off", a.timeout, a.xattrs ? "on" : "off", share,
             a.negative ? "on" : "off", a.flush ? "on" : "off", a.cache_symlinks ? "on" : "off",
             a.parallel_dirops ? "on" : "off", a.keep_cache ? "on" : "off",
             a.readdirplus == 2 ? "auto" : a.readdirplus ? "always" : "off", a.clone_fd ? "on" : "off",
-            a.io_uring ? "on" : "off");
+            a.io_uring ? "on" : "off", a.store ?: "off");
 
     if (a.threads == 1)
         r = fuse_session_loop(se);

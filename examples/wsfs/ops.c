@@ -52,6 +52,24 @@ static Inode *inode_of(Fs *fs, fuse_ino_t ino) {
     return ino == FUSE_ROOT_ID ? &fs->inodes.root : (Inode *) (uintptr_t) ino;
 }
 
+/* The package store's own name in the root (only when there is a store). */
+static bool is_store_name(Fs *fs, const Inode *parent, const char *name) {
+    return fs->cfg.store_fd >= 0 && parent == &fs->inodes.root && streq(name, WSFS_STORE_NAME);
+}
+
+/* The store's name is taken in the root, whatever the state dir holds:
+ * making it answers EEXIST, renaming or removing it EBUSY (a mount point
+ * answers the same).
+ * Returns: 0, or the positive errno to answer. */
+static int reserved(Fs *fs, fuse_ino_t parent, const char *name, int err) {
+    return is_store_name(fs, inode_of(fs, parent), name) ? err : 0;
+}
+
+/* Other daemons change the store: its inodes are cached for a second. */
+static double timeout_of(Fs *fs, const Inode *i) {
+    return i->in_store ? MIN(fs->cfg.timeout, WSFS_STORE_TIMEOUT) : fs->cfg.timeout;
+}
+
 #define PROC(fd) ({ char *_p = alloca(32); snprintf(_p, 32, "/proc/self/fd/%d", (fd)); _p; })
 
 /* An inode's O_PATH fd, pinned in the cache while the Pin is in scope. */
@@ -95,11 +113,13 @@ static void entry_init(Fs *fs, struct fuse_entry_param *e) {
 static int do_lookup(Fs *fs, Inode *parent, const char *name, struct fuse_entry_param *e) {
     FileHandle fh;
     Inode *i;
+    bool store_root = is_store_name(fs, parent, name), in_store = store_root || parent->in_store;
     entry_init(fs, e);
     _cleanup_pin_ Pin p = pin(fs, parent);
     if (p.fd < 0)
         return -p.fd;
-    _cleanup_close_ int fd = FD_RETRY(&fs->fdc, openat(p.fd, name, O_PATH | O_NOFOLLOW | O_CLOEXEC));
+    _cleanup_close_ int fd = store_root ? FD_RETRY(&fs->fdc, fcntl(fs->cfg.store_fd, F_DUPFD_CLOEXEC, 3))
+                                        : FD_RETRY(&fs->fdc, openat(p.fd, name, O_PATH | O_NOFOLLOW | O_CLOEXEC));
     if (fd < 0 || fstatat(fd, "", &e->attr, AT_EMPTY_PATH | AT_SYMLINK_NOFOLLOW) < 0)
         return errno;
     int r = file_handle_of_fd(&fs->mounts, fd, &fh);
@@ -107,8 +127,9 @@ static int do_lookup(Fs *fs, Inode *parent, const char *name, struct fuse_entry_
         fh = (FileHandle) { .len = 0 }; /* no handles there: keep the fd for life */
     else if (r < 0)
         return -r;
-    if ((r = inode_table_get(&fs->inodes, &e->attr, &fh, &i)) < 0)
+    if ((r = inode_table_get(&fs->inodes, &e->attr, &fh, in_store, &i)) < 0)
         return -r;
+    e->attr_timeout = e->entry_timeout = timeout_of(fs, i);
     if (fh.len == 0) {
         pthread_mutex_lock(&fs->inodes.lock);
         if (!i->slot.permanent) {
@@ -310,7 +331,8 @@ static void op_lookup(fuse_req_t req, fuse_ino_t parent, const char *name) {
     Fs *fs = fs_of(req, OP_LOOKUP);
     struct fuse_entry_param e;
     int err = do_lookup(fs, inode_of(fs, parent), name, &e);
-    if (err == ENOENT && fs->cfg.negative_entries) {
+    /* Not in the store: other daemons make names there. */
+    if (err == ENOENT && fs->cfg.negative_entries && !inode_of(fs, parent)->in_store) {
         /* A negative entry, cached for the entry timeout: the next stat or
          * open of this name (an installer's existence check, then its
          * create; a resolver's probes) asks nothing. Safe because nothing
@@ -348,14 +370,14 @@ static void op_getattr(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi
     if (fi && i->type == S_IFREG) {
         if (fstat(((Handle *) (uintptr_t) fi->fh)->fd, &st) < 0)
             return (void) fuse_reply_err(req, errno);
-        return (void) fuse_reply_attr(req, &st, fs->cfg.timeout);
+        return (void) fuse_reply_attr(req, &st, timeout_of(fs, i));
     }
     _cleanup_pin_ Pin p = pin(fs, i);
     if (p.fd < 0)
         return (void) fuse_reply_err(req, -p.fd);
     if (fstatat(p.fd, "", &st, AT_EMPTY_PATH | AT_SYMLINK_NOFOLLOW) < 0)
         return (void) fuse_reply_err(req, errno);
-    fuse_reply_attr(req, &st, fs->cfg.timeout);
+    fuse_reply_attr(req, &st, timeout_of(fs, i));
 }
 
 static void op_setattr(fuse_req_t req, fuse_ino_t ino, struct stat *attr, int valid, struct fuse_file_info *fi) {
@@ -414,7 +436,7 @@ static void op_setattr(fuse_req_t req, fuse_ino_t ino, struct stat *attr, int va
         return (void) fuse_reply_err(req, errno);
     if (!S_ISLNK(st.st_mode)) /* a symlink cannot be opened to be synced */
         record(fs, i, true, NULL, NULL);
-    fuse_reply_attr(req, &st, fs->cfg.timeout);
+    fuse_reply_attr(req, &st, timeout_of(fs, i));
 }
 
 static void op_readlink(fuse_req_t req, fuse_ino_t ino) {
@@ -436,10 +458,12 @@ static void make_node(fuse_req_t req, Fs *fs, fuse_ino_t parent, const char *nam
                       const char *link) {
     Inode *pi = inode_of(fs, parent);
     struct fuse_entry_param e;
+    int r, err = reserved(fs, parent, name, EEXIST);
+    if (err)
+        return (void) fuse_reply_err(req, err);
     _cleanup_pin_ Pin p = pin(fs, pi);
     if (p.fd < 0)
         return (void) fuse_reply_err(req, -p.fd);
-    int r, err = 0;
     for (int as_caller = 1; as_caller >= 0; as_caller--) {
         bool sw = as_caller && creds_enter(fs, req);
         r = link ? symlinkat(link, p.fd, name)
@@ -474,27 +498,114 @@ static void op_symlink(fuse_req_t req, const char *link, fuse_ino_t parent, cons
     make_node(req, fs_of(req, OP_SYMLINK), parent, name, S_IFLNK, 0, link);
 }
 
+/* link(2) from the package store into the workspace (README, "The
+ * package store"): the new name gets a new inode holding the store file's
+ * data, not the store's inode. So no write, truncate, chmod or copy-up
+ * through the workspace can ever reach the store, or another workspace
+ * that linked the same file. copy_file_range shares the data's extents
+ * where the volume can (XFS reflink: metadata only), and copies in the
+ * kernel elsewhere; either way no byte crosses FUSE. The kernel takes the
+ * new node id: fuse_link accepts any entry of the source's type, and
+ * since Linux 5.16 does not count the source's links up itself.
+ *
+ * The caller must be able to read the store file (checked with its fs
+ * ids; without its supplementary groups, so a refusal answers EXDEV and
+ * the tool copies through the kernel's own checks). Only regular files
+ * are cloned; anything else, or a stub (never made in the store), also
+ * answers EXDEV, as a link across filesystems would.
+ * pf, pp: the source's and the new parent's O_PATH fds. */
+static void link_clone(fuse_req_t req, Fs *fs, Inode *i, int pf, Inode *pi, int pp, const char *name) {
+    char hex[WSFS_HEX_LEN + 1];
+    struct fuse_entry_param e;
+    struct stat st;
+    int r, err = 0;
+
+    if (i->type != S_IFREG)
+        return (void) fuse_reply_err(req, EXDEV);
+    pthread_mutex_lock(&fs->cas_lock);
+    r = stub_state(fs, i, hex);
+    pthread_mutex_unlock(&fs->cas_lock);
+    if (r != 0)
+        return (void) fuse_reply_err(req, r > 0 ? EXDEV : -r);
+    bool sw = creds_enter(fs, req);
+    r = faccessat(AT_FDCWD, PROC(pf), R_OK, AT_EACCESS);
+    err = errno;
+    creds_leave(sw);
+    if (r < 0)
+        return (void) fuse_reply_err(req, err == EACCES ? EXDEV : err);
+    _cleanup_close_ int src = open_backing(fs, i, O_RDONLY);
+    if (src < 0)
+        return (void) fuse_reply_err(req, -src);
+    if (fstat(src, &st) < 0)
+        return (void) fuse_reply_err(req, errno);
+
+    _cleanup_close_ int dst = -EBADF;
+    for (int as_caller = 1; as_caller >= 0; as_caller--) {
+        sw = as_caller && creds_enter(fs, req);
+        dst = FD_RETRY(&fs->fdc, openat(pp, name, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW,
+                                        st.st_mode & 0777));
+        err = dst < 0 ? errno : 0;
+        creds_leave(sw);
+        if (dst >= 0 && !sw)
+            err = set_owner(fs, req, pp, name, false);
+        if (dst >= 0 || !sw || (err != EACCES && err != EPERM))
+            break;
+    }
+    if (dst < 0 || err)
+        return (void) fuse_reply_err(req, err);
+    /* The times a link would show; the data as it is now. */
+    struct timespec tv[2] = { st.st_atim, st.st_mtim };
+    r = cas_copy(src, dst, st.st_size);
+    if (r >= 0 && futimens(dst, tv) < 0)
+        r = negative_errno();
+    if (r < 0) {
+        (void) unlinkat(pp, name, 0);
+        return (void) fuse_reply_err(req, -r);
+    }
+    dst = safe_close(dst);
+    if ((err = do_lookup(fs, pi, name, &e)))
+        return (void) fuse_reply_err(req, err);
+    Inode *ni = inode_of(fs, e.ino);
+    pthread_mutex_lock(&fs->cas_lock);
+    if (ni->stub == STUB_UNKNOWN)
+        ni->stub = STUB_NO; /* brand new, and whole */
+    pthread_mutex_unlock(&fs->cas_lock);
+    atomic_fetch_add(&fs->cfg.stats->store_clones, 1);
+    record(fs, ni, true, pi, NULL);
+    fuse_reply_entry(req, &e);
+}
+
 static void op_link(fuse_req_t req, fuse_ino_t ino, fuse_ino_t parent, const char *name) {
     Fs *fs = fs_of(req, OP_LINK);
     Inode *i = inode_of(fs, ino), *pi = inode_of(fs, parent);
     struct fuse_entry_param e;
+    int err = reserved(fs, parent, name, EEXIST);
+    if (err)
+        return (void) fuse_reply_err(req, err);
+    /* Nothing is linked into the store: a workspace's inode there could be
+     * changed by its owner under every other workspace's feet. */
+    if (pi->in_store && !i->in_store)
+        return (void) fuse_reply_err(req, EXDEV);
     entry_init(fs, &e);
     e.ino = (uintptr_t) i;
     _cleanup_pin_ Pin pf = pin(fs, i);
     _cleanup_pin_ Pin pp = pin(fs, pi);
     if (pf.fd < 0 || pp.fd < 0)
         return (void) fuse_reply_err(req, pf.fd < 0 ? -pf.fd : -pp.fd);
+    if (i->in_store && !pi->in_store)
+        return link_clone(req, fs, i, pf.fd, pi, pp.fd, name);
     /* A new name for a stub is a new reference: the sweeper must not be
      * between its walk and its delete (gc.c). AT_EMPTY_PATH links the
      * O_PATH fd's inode itself (we have CAP_DAC_READ_SEARCH). */
     cas_lock_shared(fs->cfg.pool);
     int r = linkat(pf.fd, "", pp.fd, name, AT_EMPTY_PATH);
-    int err = errno;
+    err = errno;
     cas_unlock_shared(fs->cfg.pool);
     if (r < 0)
         return (void) fuse_reply_err(req, err);
     if (fstatat(pf.fd, "", &e.attr, AT_EMPTY_PATH | AT_SYMLINK_NOFOLLOW) < 0)
         return (void) fuse_reply_err(req, errno);
+    e.attr_timeout = e.entry_timeout = timeout_of(fs, i);
     inode_ref(&fs->inodes, i);
     record(fs, NULL, false, pi, NULL);
     fuse_reply_entry(req, &e);
@@ -502,6 +613,9 @@ static void op_link(fuse_req_t req, fuse_ino_t ino, fuse_ino_t parent, const cha
 
 static void remove_entry(fuse_req_t req, Fs *fs, fuse_ino_t parent, const char *name, int flags) {
     Inode *pi = inode_of(fs, parent);
+    int err = reserved(fs, parent, name, EBUSY);
+    if (err)
+        return (void) fuse_reply_err(req, err);
     _cleanup_pin_ Pin p = pin(fs, pi);
     if (p.fd < 0)
         return (void) fuse_reply_err(req, -p.fd);
@@ -529,6 +643,12 @@ static void op_rename(fuse_req_t req, fuse_ino_t parent, const char *name, fuse_
                       const char *newname, unsigned int flags) {
     Fs *fs = fs_of(req, OP_RENAME);
     Inode *pi = inode_of(fs, parent), *npi = inode_of(fs, newparent);
+    int err = reserved(fs, parent, name, EBUSY) ?: reserved(fs, newparent, newname, EBUSY);
+    if (err)
+        return (void) fuse_reply_err(req, err);
+    /* Into or out of the store: as across filesystems (tools copy). */
+    if (pi->in_store != npi->in_store)
+        return (void) fuse_reply_err(req, EXDEV);
     _cleanup_pin_ Pin p = pin(fs, pi);
     if (p.fd < 0)
         return (void) fuse_reply_err(req, -p.fd);
@@ -540,7 +660,7 @@ static void op_rename(fuse_req_t req, fuse_ino_t parent, const char *name, fuse_
      * delete (gc.c). */
     cas_lock_shared(fs->cfg.pool);
     int r = renameat2(p.fd, name, np.fd, newname, flags);
-    int err = errno;
+    err = errno;
     cas_unlock_shared(fs->cfg.pool);
     if (r < 0)
         return (void) fuse_reply_err(req, err);
@@ -555,6 +675,8 @@ static void op_create(fuse_req_t req, fuse_ino_t parent, const char *name, mode_
     Inode *pi = inode_of(fs, parent);
     struct fuse_entry_param e;
     Handle *h;
+    if (reserved(fs, parent, name, EEXIST))
+        return (void) fuse_reply_err(req, EEXIST);
 
     _cleanup_pin_ Pin p = pin(fs, pi);
     if (p.fd < 0)
@@ -592,7 +714,7 @@ static void op_create(fuse_req_t req, fuse_ino_t parent, const char *name, mode_
         return (void) fuse_reply_err(req, -r);
     }
     fi->fh = (uintptr_t) h;
-    fi->keep_cache = fs->cfg.keep_cache;
+    fi->keep_cache = fs->cfg.keep_cache && !i->in_store;
     atomic_store(&h->recorded, record(fs, i, false, pi, NULL));
     if (fuse_reply_create(req, &e, fi) == -ENOENT) {
         /* Interrupted: no RELEASE will come for it (nor a FORGET). */
@@ -611,8 +733,9 @@ static void op_open(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi) {
     /* Nothing but us changes the backing files: the kernel's pages of a
      * file stay valid across opens (close-to-open holds, since every
      * change went through this mount; a copy-up keeps the bytes). Without
-     * the writeback cache writes go through the pages too. */
-    fi->keep_cache = fs->cfg.keep_cache;
+     * the writeback cache writes go through the pages too. Not so in the
+     * store, which other daemons write. */
+    fi->keep_cache = fs->cfg.keep_cache && !inode_of(fs, ino)->in_store;
     if (h->writable && (fi->flags & O_TRUNC))
         atomic_store(&h->recorded, record(fs, inode_of(fs, ino), false, NULL, NULL));
     if (fuse_reply_open(req, fi) == -ENOENT) /* interrupted: no RELEASE will come */
@@ -680,7 +803,10 @@ static void handle_close(Fs *fs, Inode *i, Handle *h, fuse_req_t reply_to) {
     i->opens--;
     if (h->writable)
         i->writers--;
-    bool store = fs->cfg.cas_threshold > 0 && i->opens == 0 && atomic_exchange(&i->dirty, false);
+    /* Not from the package store: its files stay whole, so nothing there
+     * references the pool (the sweeper never walks it) and a link from it
+     * never has to wait for an object. */
+    bool store = fs->cfg.cas_threshold > 0 && !i->in_store && i->opens == 0 && atomic_exchange(&i->dirty, false);
     uint64_t wgen = i->wgen;
     if (store) /* keep the Inode alive past a FORGET while we copy */
         inode_ref(&fs->inodes, i);
@@ -767,6 +893,11 @@ static void do_readdir(fuse_req_t req, Fs *fs, fuse_ino_t ino, size_t size, off_
         const char *name = d->entry->d_name;
         off_t next = d->entry->d_off;
         size_t n;
+        if (is_store_name(fs, inode_of(fs, ino), name)) { /* shadowed by the store, which is not listed */
+            d->entry = NULL;
+            d->offset = next;
+            continue;
+        }
         if (plus) {
             struct fuse_entry_param e = {
                 .attr.st_ino = d->entry->d_ino,
@@ -1099,6 +1230,7 @@ void fs_free(Fs *fs) {
         free(d);
     }
     inode_table_done(&fs->inodes, &fs->fdc);
+    safe_close(fs->cfg.store_fd);
     fdcache_done(&fs->fdc);
     mount_table_done(&fs->mounts);
     pthread_mutex_destroy(&fs->cas_lock);

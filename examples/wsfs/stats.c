@@ -106,7 +106,8 @@ int stats_format(Stats *s, const char *commit_mode, char *buf, size_t size) {
                     ",\"fd_cache_evictions\":%" PRIu64 ",\"fd_cache_waits\":%" PRIu64
                     ",\"fd_sheds\":%" PRIu64 ",\"objects_missing\":%" PRIu64 ",\"missing_eio\":%" PRIu64
                     ",\"missing_objects\":[%s],\"stubs_recovered\":%" PRIu64 ",\"sparse_kept\":%" PRIu64
-                    ",\"copies_abandoned\":%" PRIu64 ",\"share_kept\":%" PRIu64 ",\"pool_share\":%s"
+                    ",\"copies_abandoned\":%" PRIu64 ",\"share_kept\":%" PRIu64 ",\"store_clones\":%" PRIu64
+                    ",\"pool_share\":%s"
                     ",\"pool_bytes\":%" PRIu64 ",\"pool_objects\":%" PRIu64 ",\"pool_counted\":%s"
                     ",\"scans\":%" PRIu64 ",\"scan_ms\":%" PRIu64 ",\"scan_errors\":%" PRIu64
                     ",\"ops\":{%s}}",
@@ -116,7 +117,7 @@ int stats_format(Stats *s, const char *commit_mode, char *buf, size_t size) {
                     V(cas_errors), V(inodes), V(fds_cached), V(fds_handles), V(fd_cache_hits),
                     V(fd_cache_misses), V(fd_cache_evictions), V(fd_cache_waits), V(fd_sheds),
                     V(objects_missing), V(missing_eio), missing, V(stubs_recovered), V(sparse_kept),
-                    V(copies_abandoned), V(share_kept), share, V(pool_bytes), V(pool_objects),
+                    V(copies_abandoned), V(share_kept), V(store_clones), share, V(pool_bytes), V(pool_objects),
                     atomic_load(&s->pool_counted) ? "true" : "false", V(scans), V(scan_ms), V(scan_errors),
                     ops);
 #undef V

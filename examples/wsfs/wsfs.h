@@ -42,6 +42,14 @@
 #define WSFS_XATTR_WHOLE "user.wsfs.whole"
 #define WSFS_XATTR_PREFIX "user.wsfs." /* our namespace: hidden from the mount */
 #define WSFS_HEX_LEN 64                /* SHA-256 as lowercase hex */
+/* The package store's name in the mount's root (--store; README, "The
+ * package store"). Not listed by readdir; reserved: nothing else can be
+ * made, renamed or removed under this name there. */
+#define WSFS_STORE_NAME ".layoutd-store"
+/* Entry and attribute timeout of the store's inodes, s: other daemons
+ * (the tenant's other workspaces) add to and rename in the store, so the
+ * kernel must not keep its view of it for the day-long default. */
+#define WSFS_STORE_TIMEOUT 1.0
 
 /* ---- digest.c ---- */
 
@@ -145,6 +153,7 @@ typedef struct Stats {
     atomic_uint_fast64_t sparse_kept;          /* files kept out of the pool: they have holes */
     atomic_uint_fast64_t copies_abandoned;     /* copies into the pool stopped early */
     atomic_uint_fast64_t share_kept;           /* files kept out of the pool by --pool-share */
+    atomic_uint_fast64_t store_clones;         /* links from the package store answered with a copy */
     atomic_uint_fast64_t pool_share;           /* the bound, bytes; UINT64_MAX: unlimited */
     atomic_uint_fast64_t pool_bytes;           /* this workspace's use of the pool, as counted */
     atomic_uint_fast64_t pool_objects;         /* distinct objects it references, as counted */
@@ -307,6 +316,7 @@ typedef struct Inode {
     atomic_uint_fast64_t copyups; /* bumped by each copy-up */
     uint8_t stub;                 /* cas_lock: STUB_UNKNOWN | STUB_NO | STUB_YES */
     bool own_data_bad;            /* cas_lock: its object is missing and its own data is not it */
+    bool in_store;                /* below the package store (set when made; never changes) */
     /* FUSE passthrough (libfuse 3.17, not in Debian 12's 3.14): the
      * backing id registered for this inode's open fd, shared by its
      * handles, and how many use it. Unused here; see README "Design". */
@@ -328,9 +338,10 @@ typedef struct InodeTable {
 int inode_table_init(InodeTable *t, MountTable *mt, int root_fd, Stats *stats);
 /* Frees every inode (closing cached fds through c). */
 void inode_table_done(InodeTable *t, FdCache *c);
-/* The inode of st/fh, added if new, with one more lookup.
+/* The inode of st/fh, added if new (in_store: below the package store),
+ * with one more lookup.
  * Returns: <0 on error (-ENOMEM), 0 on success. */
-int inode_table_get(InodeTable *t, const struct stat *st, const FileHandle *fh, Inode **ret);
+int inode_table_get(InodeTable *t, const struct stat *st, const FileHandle *fh, bool in_store, Inode **ret);
 void inode_ref(InodeTable *t, Inode *i);
 /* Drops n lookups; at zero the inode is freed (its cached fd closed), or
  * at its last unpin if an operation still holds it pinned. */
@@ -586,6 +597,7 @@ typedef struct FsConfig {
     bool keep_cache;         /* open files keep the kernel's pages */
     int readdirplus;         /* 0 off, 1 always, 2 auto */
     uint64_t pool_share;     /* --pool-share, bytes; UINT64_MAX: unlimited */
+    int store_fd;            /* O_PATH fd of the package store (--store; the Fs keeps it), or -EBADF */
 } FsConfig;
 
 typedef struct Fs {
