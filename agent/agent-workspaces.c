@@ -297,6 +297,40 @@ static int identity_environment(Agent *a, const WorkspaceRecord *w, char ***env)
     return 0;
 }
 
+/* The package store the workspace's daemon is handed (examples/wsfs
+ * README, "The package store"): one per tenant per state volume, at
+ * <volume>/stores/<tenant>, or stores/_shared for the workspaces that have
+ * no tenant ("_" cannot start a tenant's name). Workspaces of one tenant
+ * trust each other with it: any of them can add to it. None with
+ * workspace.package_store off, and none for a workspace with a byte
+ * quota: the store's files are charged to no workspace's quota, so a
+ * bounded workspace could grow past its bound through them.
+ * Returns: 0 (*ret: the dir), -ENOENT (no store), <0 on error. */
+static int store_dir(Agent *a, const WorkspaceRecord *w, char **ret) {
+    const Layout *l = agent_layout(a);
+    _cleanup_free_ char *vol = NULL;
+    if (!l->workspace.package_store || w->quota > 0 || !w->volume)
+        return -ENOENT;
+    int r = layout_mount_path(l, w->volume, &vol);
+    if (r < 0)
+        return r;
+    if (asprintf(ret, "%s/stores/%s", vol, w->tenant ?: "_shared") < 0)
+        return -ENOMEM;
+    return 0;
+}
+
+static int store_environment(Agent *a, const WorkspaceRecord *w, char ***env) {
+    _cleanup_free_ char *dir = NULL, *kv = NULL;
+    int r = store_dir(a, w, &dir);
+    if (r == -ENOENT)
+        return 0;
+    if (r < 0)
+        return r;
+    if (asprintf(&kv, "LAYOUTD_STORE_DIR=%s", dir) < 0 || strv_extend(env, kv) < 0)
+        return -ENOMEM;
+    return 0;
+}
+
 /* Where the daemon writes its counters (the agent reads them with the
  * flush probe: a lost object shows as a problem). */
 static int stats_environment(Agent *a, const WorkspaceRecord *w, char ***env) {
@@ -334,7 +368,8 @@ int agent_workspace_spawn(Agent *a, const WorkspaceRecord *w) {
     WorkspaceSpec spec = {};
     supervisor_spec_from_config(&spec, &l->workspace);
     if ((r = strv_copy((const char *const *) spec.environment, &env)) < 0 ||
-        (r = identity_environment(a, w, &env)) < 0 || (r = stats_environment(a, w, &env)) < 0)
+        (r = identity_environment(a, w, &env)) < 0 || (r = stats_environment(a, w, &env)) < 0 ||
+        (r = store_environment(a, w, &env)) < 0)
         return log_error_errno(r, "workspace %s: cannot make the daemon's environment: %m", w->id);
     spec.id = w->id;
     spec.argv = argv;
@@ -1251,6 +1286,12 @@ json_object *agent_workspace_json(Agent *a, const WorkspaceRecord *w) {
     J_ADD("cgroup", agent_cgroups_workspace_json(a, w->id));
     J_ADD("state_dir", JSTR(w->state_dir));
     J_ADD("mountpoint", JSTR(w->mountpoint));
+    /* Where the tools find the store inside the mount (the reference
+     * daemon shows it there); null: the workspace has none. */
+    _cleanup_free_ char *store = NULL, *store_path = NULL;
+    if (store_dir(a, w, &store) >= 0 && w->mountpoint)
+        (void) asprintf(&store_path, "%s/.layoutd-store", w->mountpoint);
+    J_ADD("package_store", JSTR(store_path));
     J_ADD("labels", agent_labels_json(w->labels));
     /* Flush scope: every active workspace sharing the volume, itself too. */
     json_object *neigh = json_object_new_array();

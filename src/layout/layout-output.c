@@ -264,6 +264,7 @@ static json_object *workspace_to_json(Out *o, const WorkspaceConfig *w) {
     add_bool(o, j, "restart_on_hang", w->restart_on_hang);
     add_str(o, j, "on_agent_stop", w->stop_with_agent ? "stop" : "keep");
     add(o, j, "oom_score_adjust", json_object_new_int(w->oom_score_adjust));
+    add_bool(o, j, "package_store", w->package_store);
     json_object *res = new_object(o);
     if (res) {
         const WorkspaceResources *r = &w->resources;

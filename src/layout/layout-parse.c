@@ -404,7 +404,7 @@ static void parse_pools(Parser *p, const LayoutNode *n, const LayoutNode *key, L
 static const char *const workspace_keys[] = {
     "mount_root", "command", "user", "group", "environment", "dir_mode", "restart", "backoff", "crash_loop",
     "ready_timeout", "stop_timeout", "hang_timeout", "restart_on_hang", "workspaces", "on_agent_stop",
-    "oom_score_adjust", "resources", NULL,
+    "oom_score_adjust", "package_store", "resources", NULL,
 };
 static const char *const on_agent_stop_names[] = { "keep", "stop" };
 static const char *const resources_keys[] = { "memory_max", "memory_high", "cpu_weight", "io_weight", "tasks_max", NULL };
@@ -712,6 +712,8 @@ static void parse_workspace(Parser *p, const LayoutNode *n, Layout *l) {
     int64_t adj;
     if ((v = lp_map_get(n, "oom_score_adjust", NULL)) && lp_get_int(p, v, "oom_score_adjust", -1000, 1000, &adj))
         w->oom_score_adjust = (int) adj;
+    if ((v = lp_map_get(n, "package_store", NULL)))
+        (void) lp_get_bool(p, v, "package_store", &w->package_store);
     if ((v = lp_map_get(n, "resources", NULL)))
         parse_resources(p, v, &w->resources);
 }
@@ -782,6 +784,7 @@ static int layout_new_defaults(const char *name, Layout **ret) {
         .stop_timeout = 10 * USEC_PER_SEC,
         .hang_timeout = 120 * USEC_PER_SEC,
         .mount_root_is_default = true,
+        .package_store = true,
         /* One runaway daemon must not starve the others: memory is
          * throttled at 4 GiB and killed at 8 GiB, CPU and I/O are shared
          * evenly, and a fork bomb stops at 4096 tasks. */

@@ -57,8 +57,31 @@ echo hello >"$WORK/mnt/ws-5/hello.txt"
 sd=$(jget "$w" "[x for x in d['workspaces'] if x['id']=='ws-5'][0]['state_dir']")
 assert_eq hello "$(cat "$sd/hello.txt")" "file written through ws-5's mount"
 
+# --- the package store: one per tenant and state volume -------------------
+wj() { jget "$w" "[x for x in d['workspaces'] if x['id']=='$1'][0]$2"; }
+ps=$(wj ws-5 "['package_store']")
+assert_eq "$WORK/mnt/ws-5/.layoutd-store" "$ps" "ws-5's package_store"
+v5=$(wj ws-5 "['volume']"); n5=$(wj ws-5 "['neighbours'][0]")
+other=$(jget "$w" "[x['id'] for x in d['workspaces'] if x['volume']!='$v5'][0]")
+vm=$(jget "$(api GET "/v1/volumes/$v5")" "d['mountpoint']")
+echo pkg >"$ps/shared.txt"
+assert_eq pkg "$(cat "$vm/stores/_shared/shared.txt")" "a store file on its volume (stores/_shared: no tenant)"
+assert_eq pkg "$(cat "$WORK/mnt/$n5/.layoutd-store/shared.txt")" "a neighbour on the volume sees the store"
+[ -e "$WORK/mnt/$other/.layoutd-store/shared.txt" ] && fail "a workspace on another volume sees the store"
+ln "$ps/shared.txt" "$WORK/mnt/ws-5/linked.txt" || fail "ln from the store"
+[ "$(stat -c %i "$ps/shared.txt")" != "$(stat -c %i "$WORK/mnt/ws-5/linked.txt")" ] || fail "ln from the store shared the inode"
+assert_eq pkg "$(cat "$WORK/mnt/ws-5/linked.txt")" "the file linked from the store"
+
 # --- the pool fills: 22..24 fit, the 25th is refused, nothing changes ---
-for i in 22 23 24; do api POST /v1/workspaces "{\"id\":\"ws-$i\"}" >/dev/null; assert_eq 201 "$(st)" "create ws-$i"; done
+# ws-22 has a tenant: its store is the tenant's, not the shared one.
+api POST /v1/workspaces '{"id":"ws-22","tenant":"acme"}' >/dev/null; assert_eq 201 "$(st)" "create ws-22 (tenant acme)"
+for i in 23 24; do api POST /v1/workspaces "{\"id\":\"ws-$i\"}" >/dev/null; assert_eq 201 "$(st)" "create ws-$i"; done
+running22() { [ "$(jget "$(api GET /v1/workspaces/ws-22)" "d['daemon']['state']")" = running ]; }
+wait_for 60 running22 || fail "ws-22 did not start"
+v22=$(jget "$(api GET /v1/volumes/$(jget "$(api GET /v1/workspaces/ws-22)" "d['volume']"))" "d['mountpoint']")
+echo acme >"$WORK/mnt/ws-22/.layoutd-store/mine.txt"
+assert_eq acme "$(cat "$v22/stores/acme/mine.txt")" "tenant acme's store file on its volume"
+[ -e "$WORK/mnt/ws-22/.layoutd-store/shared.txt" ] && fail "tenant acme sees the tenantless workspaces' store"
 before=$(losetup -n -O NAME,BACK-FILE | grep -c "$WORK" || true)
 e=$(api POST /v1/workspaces '{"id":"ws-25"}')
 assert_eq 507 "$(st)" "25th create: pool full"
