@@ -284,7 +284,14 @@ def pnpm_setup():
 # into the directory itself, so that pnpm can hard-link inside the mount:
 # what a warm store on the workspace's own filesystem (issue 20's direction
 # 1, docs/installs.md) would at best give, before the store exists.
-PNPM_MODES = [("default", []), ("copy", ["--package-import-method=copy"]), ("instore", [])]
+# "store" is pnpm's defaults with its store in the workspace's package store
+# (MNT/.layoutd-store, which the agent hands every workspace of a tenant on
+# a state volume; examples/wsfs/README.md, "The package store"): filled
+# untimed from the warmed store, one copy per directory (the N run at once;
+# the tenant's first install fills a shared one in real use), so pnpm's
+# links there are answered with clones. Host dirs have no such store: they
+# use pnpm's own store on the host, as in "default".
+PNPM_MODES = [("default", []), ("copy", ["--package-import-method=copy"]), ("instore", []), ("store", [])]
 
 
 def real_pnpm(d, ph, modes):
@@ -310,8 +317,12 @@ def real_pnpm_once(d, ph, pnpm, store, proj, mode, extra):
     ph.step("pnpm_copy_project" + sfx, lambda: shutil.copytree(proj, dst, symlinks=True,
                                                                ignore=shutil.ignore_patterns("node_modules")),
             timed=False)
+    own = None
     if mode == "instore":
         own = os.path.join(d, "pnpm-store")
+    elif mode == "store" and os.path.isdir(os.path.join(d, ".layoutd-store")):
+        own = os.path.join(d, ".layoutd-store", "pnpm-" + os.path.basename(d.rstrip("/")))
+    if own:
         ph.step("pnpm_copy_store" + sfx, lambda: shutil.copytree(store, own, symlinks=True), timed=False)
         store = own
     ph.sh("pnpm_install" + sfx, [pnpm, "install", "--offline", "--frozen-lockfile"] + extra +
@@ -333,7 +344,7 @@ def real_pnpm_once(d, ph, pnpm, store, proj, mode, extra):
     ok, msg = ph.step("pnpm_rm_rf" + sfx, lambda: rm_rf(dst), timed=False)
     if not ok:
         raise TaskError(msg)
-    if mode == "instore":
+    if own:
         ok, msg = ph.step("pnpm_rm_store" + sfx, lambda: rm_rf(store), timed=False)
         if not ok:
             raise TaskError(msg)

@@ -360,11 +360,22 @@ api:
 
 # ---------------------------------------------------------------- one batch
 
+def daemon_counter(stack, i, key):
+    """A counter from workspace i's daemon stats file (<root>/run/<id>.stats,
+    which the agent names in LAYOUTD_STATS_FILE), or None."""
+    try:
+        with open(os.path.join(stack.root, "run", i + ".stats")) as f:
+            return json.load(f).get(key)
+    except (OSError, ValueError):
+        return None
+
+
 def run_arm(c, stack, rep, task, arm, inp, order):
     if arm == "workspace":
         dirs = stack.dirs()
         pids = {i: stack.workspaces[i]["daemon"]["pid"] for i in stack.ids}
         cpu_d0 = {i: proc_cpu_s(p) for i, p in pids.items()}
+        clones0 = {i: daemon_counter(stack, i, "store_clones") for i in stack.ids}
     else:
         dirs = c.host_dirs
     batch = {"rep": rep, "task": task, "arm": arm, "n": len(dirs), "order": order,
@@ -406,6 +417,10 @@ def run_arm(c, stack, rep, task, arm, inp, order):
             rec["daemon_fds_peak"] = peak.get(i)
             rec["daemon_fds_after"] = fd_count(pids[i])
             rec["daemon_nofile_limit"] = nofile_limit(pids[i])
+            # Links from the package store answered with a clone (the
+            # stats file is written within ~100 ms of a batch).
+            k1, k0 = daemon_counter(stack, i, "store_clones"), clones0.get(i)
+            rec["daemon_store_clones"] = k1 - k0 if k1 is not None and k0 is not None else None
             batch["daemon_cpu_seconds"][i] = rec["daemon_cpu_seconds"]
             if d.get("state") != "running" or d.get("restarts") or d.get("pid") != pids[i]:
                 rec["ok"] = False
@@ -490,7 +505,7 @@ def summarize(out):
     # defaults (the user's case), --package-import-method=copy and, when
     # asked for, the defaults with a store inside the directory; install
     # and rm -rf each, and how many checked files were hard links.
-    for mode in ("default", "copy", "instore"):
+    for mode in ("default", "copy", "instore", "store"):
         got = {arm: [r["info"]["pnpm"][mode] for r in runs if r["task"] == "pkg-install" and r["arm"] == arm
                      and r["ok"] and mode in ((r.get("info") or {}).get("pnpm") or {})] for arm in ARMS}
         if not (got["workspace"] or got["host"]):
@@ -501,6 +516,10 @@ def summarize(out):
             rp[key] = {"workspace_median_s": w, "host_median_s": h, "ratio": round(w / h, 2) if w and h else None}
         rp["hard_linked"] = {a: median([x["hard_linked"] for x in v]) for a, v in got.items()}
         rp["direct_deps_checked"] = max((x["direct_deps_checked"] for v in got.values() for x in v), default=0)
+        if mode == "store":
+            rp["store_clones_per_workspace"] = median([r.get("daemon_store_clones") or 0 for r in runs
+                                                       if r["task"] == "pkg-install" and r["arm"] == "workspace"
+                                                       and r["ok"]])
         res["real_pnpm" if mode == "default" else "real_pnpm_" + mode] = rp
     skipped = sorted(set(((r.get("info") or {}).get("pnpm") or {}).get("skipped") for r in runs
                          if r["task"] == "pkg-install") - {None})
@@ -544,7 +563,9 @@ def summarize(out):
         L += ["", f"**Setup failed**: {meta['setup_error']}"]
     for key, what in (("real_pnpm", "pnpm's defaults"), ("real_pnpm_copy", "`--package-import-method=copy`"),
                       ("real_pnpm_instore", "pnpm's defaults with the warm store copied into each directory "
-                       "first (untimed), so that pnpm links inside the mount")):
+                       "first (untimed), so that pnpm links inside the mount"),
+                      ("real_pnpm_store", "pnpm's defaults with its store in the workspace's package store "
+                       "(`.layoutd-store`, filled untimed; host dirs: pnpm's own store on the host)")):
         if key not in res:
             continue
         rp = res[key]
@@ -554,6 +575,9 @@ def summarize(out):
               f"{rp['hard_linked']['host']} in host dirs):", ""]
         L += [f"- {step}: {rp[k]['workspace_median_s']} / {rp[k]['host_median_s']} = {rp[k]['ratio']}x"
               for step, k in (("install", "install_s"), ("rm -rf", "rm_rf_s"), ("both", "seconds"))]
+        if "store_clones_per_workspace" in rp:
+            L += [f"- links answered with a clone by each workspace's daemon (median): "
+                  f"{rp['store_clones_per_workspace']}"]
     for why in res.get("real_pnpm_skipped", []):
         L += ["", f"Real `pnpm install --offline`: skipped: {why}"]
     notes = []
