@@ -404,6 +404,21 @@ static void op_setattr(fuse_req_t req, fuse_ino_t ino, struct stat *attr, int va
     }
     if (p.fd < 0)
         return (void) fuse_reply_err(req, -p.fd);
+    /* With the writeback cache the kernel writes a file's times back
+     * itself, and does so after every link of it (for the ctime). A store
+     * file is linked by every install: that write-back must not rewrite
+     * it (another workspace may have set its times since) nor cost a
+     * commit record. Times it already has are answered as they are. */
+    if (i->in_store && !fi && !(valid & ~(FUSE_SET_ATTR_ATIME | FUSE_SET_ATTR_MTIME | FUSE_SET_ATTR_CTIME))) {
+        if (fstatat(p.fd, "", &st, AT_EMPTY_PATH | AT_SYMLINK_NOFOLLOW) < 0)
+            return (void) fuse_reply_err(req, errno);
+        bool same = (!(valid & FUSE_SET_ATTR_ATIME) || (attr->st_atim.tv_sec == st.st_atim.tv_sec &&
+                                                        attr->st_atim.tv_nsec == st.st_atim.tv_nsec)) &&
+                    (!(valid & FUSE_SET_ATTR_MTIME) || (attr->st_mtim.tv_sec == st.st_mtim.tv_sec &&
+                                                        attr->st_mtim.tv_nsec == st.st_mtim.tv_nsec));
+        if (same)
+            return (void) fuse_reply_attr(req, &st, timeout_of(fs, i));
+    }
     pthread_mutex_lock(&fs->cas_lock);
     if (valid & FUSE_SET_ATTR_MODE)
         r = chmod(PROC(p.fd), attr->st_mode) < 0 ? negative_errno() : 0;
@@ -508,11 +523,12 @@ static void op_symlink(fuse_req_t req, const char *link, fuse_ino_t parent, cons
  * new node id: fuse_link accepts any entry of the source's type, and
  * since Linux 5.16 does not count the source's links up itself.
  *
- * The caller must be able to read the store file (checked with its fs
- * ids; without its supplementary groups, so a refusal answers EXDEV and
- * the tool copies through the kernel's own checks). Only regular files
- * are cloned; anything else, or a stub (never made in the store), also
- * answers EXDEV, as a link across filesystems would.
+ * The caller must be able to read the store file: it is opened with the
+ * caller's fs ids (not its supplementary groups, so a refusal answers
+ * EXDEV and the tool copies through the kernel's own checks). Only
+ * regular files that nobody has open for writing are cloned; anything
+ * else, or a stub (never made in the store), also answers EXDEV, as a
+ * link across filesystems would.
  * pf, pp: the source's and the new parent's O_PATH fds. */
 static void link_clone(fuse_req_t req, Fs *fs, Inode *i, int pf, Inode *pi, int pp, const char *name) {
     char hex[WSFS_HEX_LEN + 1];
@@ -522,20 +538,22 @@ static void link_clone(fuse_req_t req, Fs *fs, Inode *i, int pf, Inode *pi, int 
 
     if (i->type != S_IFREG)
         return (void) fuse_reply_err(req, EXDEV);
+    /* Open for writing here: the kernel may hold data the backing file
+     * has not got yet, which a hard link would share and a copy would not. */
     pthread_mutex_lock(&fs->cas_lock);
-    r = stub_state(fs, i, hex);
+    r = i->writers > 0 ? 1 : stub_state(fs, i, hex);
     pthread_mutex_unlock(&fs->cas_lock);
     if (r != 0)
         return (void) fuse_reply_err(req, r > 0 ? EXDEV : -r);
+    /* Opened with the caller's ids, so the open itself checks that the
+     * caller may read it (through the O_PATH fd's /proc link: the same
+     * inode, whatever its name is now). */
     bool sw = creds_enter(fs, req);
-    r = faccessat(AT_FDCWD, PROC(pf), R_OK, AT_EACCESS);
+    _cleanup_close_ int src = FD_RETRY(&fs->fdc, open(PROC(pf), O_RDONLY | O_CLOEXEC));
     err = errno;
     creds_leave(sw);
-    if (r < 0)
-        return (void) fuse_reply_err(req, err == EACCES ? EXDEV : err);
-    _cleanup_close_ int src = open_backing(fs, i, O_RDONLY);
     if (src < 0)
-        return (void) fuse_reply_err(req, -src);
+        return (void) fuse_reply_err(req, err == EACCES ? EXDEV : err);
     if (fstat(src, &st) < 0)
         return (void) fuse_reply_err(req, errno);
 
@@ -563,8 +581,10 @@ static void link_clone(fuse_req_t req, Fs *fs, Inode *i, int pf, Inode *pi, int 
         return (void) fuse_reply_err(req, -r);
     }
     dst = safe_close(dst);
-    if ((err = do_lookup(fs, pi, name, &e)))
+    if ((err = do_lookup(fs, pi, name, &e))) {
+        (void) unlinkat(pp, name, 0); /* the link failed: no name is left behind */
         return (void) fuse_reply_err(req, err);
+    }
     Inode *ni = inode_of(fs, e.ino);
     pthread_mutex_lock(&fs->cas_lock);
     if (ni->stub == STUB_UNKNOWN)

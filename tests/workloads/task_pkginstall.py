@@ -294,6 +294,21 @@ def pnpm_setup():
 PNPM_MODES = [("default", []), ("copy", ["--package-import-method=copy"]), ("instore", []), ("store", [])]
 
 
+def mount_of(d):
+    """(mount point, fstype) of the filesystem d is on: a workspace's
+    task dir is below its mount's root, where the package store is."""
+    p = os.path.realpath(d)
+    while not os.path.ismount(p):
+        p = os.path.dirname(p)
+    fstype = ""
+    with open("/proc/self/mounts") as f:
+        for line in f:
+            fields = line.split()
+            if len(fields) > 2 and fields[1].encode().decode("unicode_escape") == p:
+                fstype = fields[2]  # the last one listed is on top
+    return p, fstype
+
+
 def real_pnpm(d, ph, modes):
     setup, reason = pnpm_setup()
     if not setup:
@@ -320,8 +335,14 @@ def real_pnpm_once(d, ph, pnpm, store, proj, mode, extra):
     own = None
     if mode == "instore":
         own = os.path.join(d, "pnpm-store")
-    elif mode == "store" and os.path.isdir(os.path.join(d, ".layoutd-store")):
-        own = os.path.join(d, ".layoutd-store", "pnpm-" + os.path.basename(d.rstrip("/")))
+    elif mode == "store":
+        root, fstype = mount_of(d)
+        if os.path.isdir(os.path.join(root, ".layoutd-store")):
+            own = os.path.join(root, ".layoutd-store", "pnpm-" + os.path.basename(root))
+        elif fstype.startswith("fuse.layoutd-wsfs"):
+            # A workspace without its store: the figures would be the
+            # default mode's under the store's name.
+            raise TaskError(f"pnpm install (store): {root} shows no .layoutd-store (workspace.package_store off?)")
     if own:
         ph.step("pnpm_copy_store" + sfx, lambda: shutil.copytree(store, own, symlinks=True), timed=False)
         store = own

@@ -71,6 +71,12 @@ w=$(get /v1/workspaces/wq)
 proj=$(jq -r .quota.project_id <<<"$w")
 xfs_io -c 'lsproj' "$root/volumes/state-0/workspaces/wq" | tee lsproj.out
 grep -q "projid = $proj" lsproj.out || fail "the state directory is not in project $proj"
+# The package store's files count against no workspace's quota: a
+# workspace with one gets no store; its neighbour without one does.
+[ "$(jq -r .package_store <<<"$w")" = null ] || fail "a workspace with a quota got a package store: $(jq -c .package_store <<<"$w")"
+[ -d "$root/mnt/wq/.layoutd-store" ] && fail "a workspace with a quota shows a package store"
+[ "$(get /v1/workspaces/wn | jq -r .package_store)" = "$root/mnt/wn/.layoutd-store" ] || fail "the neighbour has no package store"
+[ -d "$root/mnt/wn/.layoutd-store" ] || fail "the neighbour's mount shows no package store"
 
 step "small files (below the daemon's 64 KiB pool threshold: they stay on the state volume) to past 90 %"
 mkdir "$root/mnt/wq/small"
@@ -100,4 +106,10 @@ rm -f "$root/mnt/wq/big"
 lc quota wq 256M --wait 60 || fail "layoutctl quota"
 [ "$(get /v1/workspaces/wq | jq -r .quota_bytes)" = $((256 << 20)) ] || fail "quota_bytes not changed"
 dd if=/dev/zero of="$root/mnt/wq/big" bs=1M count=32 conv=fsync 2>dd2.err || { cat dd2.err; fail "still refused after the raise"; }
+
+step "a quota that would give a workspace a package store, or take one away, is refused"
+lc quota wn 64M --wait 60 >quota-wn.out 2>&1 && fail "a quota was set on a workspace with a package store"
+grep -q "package store" quota-wn.out || fail "the refusal does not name the store: $(cat quota-wn.out)"
+[ "$(get /v1/workspaces/wn | jq -r .quota_bytes)" = 0 ] || fail "the refused quota was recorded"
+[ -d "$root/mnt/wn/.layoutd-store" ] || fail "the refused quota took the store away"
 step "done"
