@@ -513,6 +513,36 @@ static void op_symlink(fuse_req_t req, const char *link, fuse_ino_t parent, cons
     make_node(req, fs_of(req, OP_SYMLINK), parent, name, S_IFLNK, 0, link);
 }
 
+/* Store files smaller than this are copied into a clone, not reflinked:
+ * XFS makes a reflink wait until the source's dirty pages are on disk (a
+ * store file an install has just written), one synchronous write per
+ * file, and a small file's copy costs less than the shared-extent
+ * bookkeeping of its reflink and, later, of its removal. Most of a
+ * package store is small: 58,600 of the test store's 60,060 files. */
+#define CLONE_COPY_MAX (64 * 1024)
+
+/* Copies len bytes from src to dst (both at offset 0) through memory.
+ * Returns: <0 on error, 0 on success. */
+static int copy_small(int src, int dst, size_t len) {
+    char buf[CLONE_COPY_MAX];
+    size_t done = 0;
+    while (done < len) {
+        ssize_t n = pread(src, buf, MIN(sizeof(buf), len - done), (off_t) done);
+        if (n < 0)
+            return negative_errno();
+        if (n == 0)
+            break; /* shorter now: the clone is what there was */
+        for (ssize_t w = 0; w < n;) {
+            ssize_t k = pwrite(dst, buf + w, (size_t) (n - w), (off_t) (done + (size_t) w));
+            if (k < 0)
+                return negative_errno();
+            w += k;
+        }
+        done += (size_t) n;
+    }
+    return 0;
+}
+
 /* link(2) from the package store into the workspace (README, "The
  * package store"): the new name gets a new inode holding the store file's
  * data, not the store's inode. So no write, truncate, chmod or copy-up
@@ -571,9 +601,11 @@ static void link_clone(fuse_req_t req, Fs *fs, Inode *i, int pf, Inode *pi, int 
     }
     if (dst < 0 || err)
         return (void) fuse_reply_err(req, err);
-    /* The times a link would show; the data as it is now. */
+    /* The times a link would show; the data as it is now (a file larger
+     * than CLONE_COPY_MAX shares the store file's extents where the
+     * volume can: cas_copy's copy_file_range). */
     struct timespec tv[2] = { st.st_atim, st.st_mtim };
-    r = cas_copy(src, dst, st.st_size);
+    r = st.st_size < CLONE_COPY_MAX ? copy_small(src, dst, (size_t) st.st_size) : cas_copy(src, dst, st.st_size);
     if (r >= 0 && futimens(dst, tv) < 0)
         r = negative_errno();
     if (r < 0) {

@@ -345,6 +345,9 @@ def real_pnpm_once(d, ph, pnpm, store, proj, mode, extra):
             raise TaskError(f"pnpm install (store): {root} shows no .layoutd-store (workspace.package_store off?)")
     if own:
         ph.step("pnpm_copy_store" + sfx, lambda: shutil.copytree(store, own, symlinks=True), timed=False)
+        # A warm store was written before, not just now: its pages are on
+        # disk (the N copies' writeback must not land in the timed install).
+        ph.step("pnpm_sync_store" + sfx, os.sync, timed=False)
         store = own
     ph.sh("pnpm_install" + sfx, [pnpm, "install", "--offline", "--frozen-lockfile"] + extra +
           ["--store-dir", store, "--reporter=append-only"], cwd=dst, timed=False)
