@@ -28,6 +28,7 @@
 #include <sys/stat.h>
 #include <sys/statvfs.h>
 #include <sys/xattr.h>
+#include <time.h>
 
 #include "wsfs.h"
 
@@ -513,13 +514,16 @@ static void op_symlink(fuse_req_t req, const char *link, fuse_ino_t parent, cons
     make_node(req, fs_of(req, OP_SYMLINK), parent, name, S_IFLNK, 0, link);
 }
 
-/* Store files smaller than this are copied into a clone, not reflinked:
- * XFS makes a reflink wait until the source's dirty pages are on disk (a
- * store file an install has just written), one synchronous write per
- * file, and a small file's copy costs less than the shared-extent
- * bookkeeping of its reflink and, later, of its removal. Most of a
- * package store is small: 58,600 of the test store's 60,060 files. */
+/* How a clone gets its data. XFS makes a reflink wait until the
+ * source's dirty pages are on disk: a store file that an install has
+ * just written (the tenant's first install, which fills the store and
+ * links at once) would cost one synchronous write per file. So a small
+ * store file (most of a package store: 58,600 of the test store's 60,060
+ * files are under 64 KiB) modified in the last CLONE_SETTLED_S seconds
+ * (the kernel's default dirty expiry is 30 s) is copied through memory;
+ * an older one, or a larger one, shares its extents (copy_file_range). */
 #define CLONE_COPY_MAX (64 * 1024)
+#define CLONE_SETTLED_S 30
 
 /* Copies len bytes from src to dst (both at offset 0) through memory.
  * Returns: <0 on error, 0 on success. */
@@ -601,11 +605,13 @@ static void link_clone(fuse_req_t req, Fs *fs, Inode *i, int pf, Inode *pi, int 
     }
     if (dst < 0 || err)
         return (void) fuse_reply_err(req, err);
-    /* The times a link would show; the data as it is now (a file larger
-     * than CLONE_COPY_MAX shares the store file's extents where the
-     * volume can: cas_copy's copy_file_range). */
+    /* The times a link would show; the data as it is now. */
     struct timespec tv[2] = { st.st_atim, st.st_mtim };
-    r = st.st_size < CLONE_COPY_MAX ? copy_small(src, dst, (size_t) st.st_size) : cas_copy(src, dst, st.st_size);
+    struct timespec now;
+    clock_gettime(CLOCK_REALTIME, &now);
+    bool fresh = now.tv_sec - st.st_mtim.tv_sec < CLONE_SETTLED_S;
+    r = st.st_size < CLONE_COPY_MAX && fresh ? copy_small(src, dst, (size_t) st.st_size)
+                                              : cas_copy(src, dst, st.st_size);
     if (r >= 0 && futimens(dst, tv) < 0)
         r = negative_errno();
     if (r < 0) {

@@ -349,6 +349,8 @@ def real_pnpm_once(d, ph, pnpm, store, proj, mode, extra):
         # disk (the N copies' writeback must not land in the timed install).
         ph.step("pnpm_sync_store" + sfx, os.sync, timed=False)
         store = own
+    # The N installs start together, after every directory's untimed setup.
+    ph.together("pnpm_start" + sfx)
     ph.sh("pnpm_install" + sfx, [pnpm, "install", "--offline", "--frozen-lockfile"] + extra +
           ["--store-dir", store, "--reporter=append-only"], cwd=dst, timed=False)
     with open(os.path.join(dst, "package.json")) as f:

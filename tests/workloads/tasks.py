@@ -55,6 +55,7 @@ def prepare(name, params):
 def _run_one(mod, inp, d, tag, barrier, keep, rec):
     work = os.path.join(d, f"{mod.NAME}-{tag}")
     ph = Phases()
+    ph.barrier = barrier  # reusable: a task's later meeting points (Phases.together)
     rec.update({"task": mod.NAME, "dir": d, "ok": False, "error": None})
     try:
         os.mkdir(work)
@@ -72,6 +73,7 @@ def _run_one(mod, inp, d, tag, barrier, keep, rec):
         rec["ok"] = True
     except (TaskError, OSError, ValueError) as e:
         rec["error"] = str(e)
+        barrier.abort()  # the others must not wait for this one at a later meeting point
     rec["wall_seconds"] = round(time.monotonic() - t0, 3)
     rec["seconds"] = ph.seconds()
     rec["phases"] = ph.timed

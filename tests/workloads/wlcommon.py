@@ -11,6 +11,7 @@ import os
 import random
 import shutil
 import subprocess
+import threading
 import time
 
 CACHE_MAX_AGE_DAYS = 14
@@ -149,6 +150,20 @@ class Phases:
         self.untimed = {}
         self.env = dict(os.environ, **(env or {}))
         self.info = {}
+        self.barrier = None  # the batch's: set by tasks.run_batch
+
+    def together(self, name):
+        """Waits until the batch's other directories get here too (untimed,
+        recorded as name): a timed step after an untimed one of uneven
+        length (filling a store) must not overlap the others' untimed work.
+        Raises TaskError when the batch cannot meet (a directory failed)."""
+        if not self.barrier:
+            return
+        try:
+            self.step(name, lambda: self.barrier.wait(timeout=max(1.0, self.deadline - time.monotonic())),
+                      timed=False)
+        except threading.BrokenBarrierError:
+            raise TaskError(f"{name}: another directory of the batch failed before getting here")
 
     def seconds(self):
         return round(sum(self.timed.values()), 3)
