@@ -238,9 +238,9 @@ typedef struct WorkspaceConfig {
                                         the daemons outlive the agent, which
                                         re-adopts them when it starts) */
     int oom_score_adjust;            /* of each daemon, -1000..1000; default 0 */
-    bool package_store;              /* default true: each daemon is handed its
-                                        tenant's package store on its state
-                                        volume (LAYOUTD_STORE_DIR) */
+    bool package_store;              /* default false; true: each daemon is
+                                        handed its tenant's package store on
+                                        its state volume (LAYOUTD_STORE_DIR) */
     WorkspaceResources resources;
     StaticWorkspace *static_workspaces;
     size_t n_static_workspaces;

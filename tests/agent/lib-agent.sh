@@ -78,6 +78,7 @@ pools:
 workspace:
   mount_root: $WORK/mnt
   command: [$WSFS, --state, "{state_dir}", --content, "{content_dirs}", "{mountpoint}"]
+  package_store: true
   restart: on-failure
   backoff: {initial: 200ms, max: 2s, reset_after: 10s}
   ready_timeout: 10s

@@ -43,6 +43,7 @@ pools:
 workspace:
   command: [/usr/libexec/layoutd/layoutd-wsfs, --state, "{state_dir}", --content, "{content_dirs}", "{mountpoint}"]
   mount_root: $root/mnt
+  package_store: true
 api:
   socket: $sock
   flush_probe_interval: 1s
