@@ -514,8 +514,9 @@ static void op_symlink(fuse_req_t req, const char *link, fuse_ino_t parent, cons
     make_node(req, fs_of(req, OP_SYMLINK), parent, name, S_IFLNK, 0, link);
 }
 
-/* How a clone gets its data. XFS makes a reflink wait until the
- * source's dirty pages are on disk: a store file that an install has
+/* How a clone gets its data. The kernel makes a reflink wait until the
+ * source's dirty pages are on disk (generic_remap_file_range_prep,
+ * read, not measured): a store file that an install has
  * just written (the tenant's first install, which fills the store and
  * links at once) would cost one synchronous write per file. So a small
  * store file (most of a package store: 58,600 of the test store's 60,060
