@@ -407,9 +407,11 @@ static void op_setattr(fuse_req_t req, fuse_ino_t ino, struct stat *attr, int va
         return (void) fuse_reply_err(req, -p.fd);
     /* With the writeback cache the kernel writes a file's times back
      * itself, and does so after every link of it (for the ctime). A store
-     * file is linked by every install: that write-back must not rewrite
-     * it (another workspace may have set its times since) nor cost a
-     * commit record. Times it already has are answered as they are. */
+     * file is linked by every install: when the times sent are the ones
+     * it has, that write-back is answered without touching it (no ctime
+     * change, no commit record). Other times are set as asked: this
+     * mount's cached mtime can still overwrite one another workspace set
+     * (the writeback cache keeps a regular file's mtime in the kernel). */
     if (i->in_store && !fi && !(valid & ~(FUSE_SET_ATTR_ATIME | FUSE_SET_ATTR_MTIME | FUSE_SET_ATTR_CTIME))) {
         if (fstatat(p.fd, "", &st, AT_EMPTY_PATH | AT_SYMLINK_NOFOLLOW) < 0)
             return (void) fuse_reply_err(req, errno);
@@ -514,7 +516,9 @@ static void op_symlink(fuse_req_t req, const char *link, fuse_ino_t parent, cons
     make_node(req, fs_of(req, OP_SYMLINK), parent, name, S_IFLNK, 0, link);
 }
 
-/* How a clone gets its data. The kernel makes a reflink wait until the
+/* How a clone gets its data (by the store file's mtime: a tool that
+ * sets an old one, cp -p or tar, makes a fresh file look settled, which
+ * costs time, not correctness). The kernel makes a reflink wait until the
  * source's dirty pages are on disk (generic_remap_file_range_prep,
  * read, not measured): a store file that an install has
  * just written (the tenant's first install, which fills the store and

@@ -16,6 +16,7 @@ import json
 import math
 import os
 import random
+import re
 import shutil
 import subprocess
 
@@ -304,7 +305,8 @@ def mount_of(d):
     with open("/proc/self/mounts") as f:
         for line in f:
             fields = line.split()
-            if len(fields) > 2 and fields[1].encode().decode("unicode_escape") == p:
+            # Only space, tab, newline and backslash are escaped (\\NNN).
+            if len(fields) > 2 and re.sub(r"\\([0-7]{3})", lambda m: chr(int(m.group(1), 8)), fields[1]) == p:
                 fstype = fields[2]  # the last one listed is on top
     return p, fstype
 
@@ -338,7 +340,8 @@ def real_pnpm_once(d, ph, pnpm, store, proj, mode, extra):
     elif mode == "store":
         root, fstype = mount_of(d)
         if os.path.isdir(os.path.join(root, ".layoutd-store")):
-            own = os.path.join(root, ".layoutd-store", "pnpm-" + os.path.basename(root))
+            # One per directory: several may share a mount (and its store).
+            own = os.path.join(root, ".layoutd-store", "pnpm-" + os.path.relpath(d, root).replace("/", "-"))
         elif fstype.startswith("fuse.layoutd-wsfs"):
             # A workspace without its store: the figures would be the
             # default mode's under the store's name.

@@ -52,10 +52,10 @@ def prepare(name, params):
     return TASKS[name].prepare(params)
 
 
-def _run_one(mod, inp, d, tag, barrier, keep, rec):
+def _run_one(mod, inp, d, tag, barrier, meet, keep, rec):
     work = os.path.join(d, f"{mod.NAME}-{tag}")
     ph = Phases()
-    ph.barrier = barrier  # reusable: a task's later meeting points (Phases.together)
+    ph.barrier = meet
     rec.update({"task": mod.NAME, "dir": d, "ok": False, "error": None})
     try:
         os.mkdir(work)
@@ -66,6 +66,7 @@ def _run_one(mod, inp, d, tag, barrier, keep, rec):
     except threading.BrokenBarrierError:
         rec["error"] = rec["error"] or "start barrier broken"
     if rec["error"]:
+        meet.abort()  # the others must not wait for this one at a meeting point
         return
     t0 = time.monotonic()
     try:
@@ -73,7 +74,9 @@ def _run_one(mod, inp, d, tag, barrier, keep, rec):
         rec["ok"] = True
     except (TaskError, OSError, ValueError) as e:
         rec["error"] = str(e)
-        barrier.abort()  # the others must not wait for this one at a later meeting point
+    finally:
+        if not rec["ok"]:
+            meet.abort()
     rec["wall_seconds"] = round(time.monotonic() - t0, 3)
     rec["seconds"] = ph.seconds()
     rec["phases"] = ph.timed
@@ -96,8 +99,10 @@ def run_batch(name, inp, dirs, tag="0", keep=False):
     in the order of dirs; never raises for a task's failure."""
     mod = TASKS[name]
     barrier = threading.Barrier(len(dirs))
+    meet = threading.Barrier(len(dirs))  # the tasks' later meeting points (Phases.together)
     recs = [{} for _ in dirs]
-    th = [threading.Thread(target=_run_one, args=(mod, inp, d, tag, barrier, keep, r)) for d, r in zip(dirs, recs)]
+    th = [threading.Thread(target=_run_one, args=(mod, inp, d, tag, barrier, meet, keep, r))
+          for d, r in zip(dirs, recs)]
     for t in th:
         t.start()
     for t in th:

@@ -236,6 +236,7 @@ pools:
 workspace:
   mount_root: {self.root}/mnt
   command: {self.command()}
+  package_store: true  # used only by pkg-install's pnpm_modes=store
   restart: never
   ready_timeout: 30s
   stop_timeout: 20s
