@@ -343,7 +343,10 @@ static int stats_environment(Agent *a, const WorkspaceRecord *w, char ***env) {
     return 0;
 }
 
-int agent_workspace_spawn(Agent *a, const WorkspaceRecord *w) {
+/* The layout's daemon spec for W, handed to the supervisor: added (and
+ * started) when not supervised yet unless ONLY_UPDATE, else updated so the
+ * daemon's next start runs it. */
+static int workspace_supervise(Agent *a, const WorkspaceRecord *w, bool only_update) {
     _cleanup_strv_free_ char **content = NULL, **argv = NULL, **env = NULL;
     const Layout *l = agent_layout(a);
     int r;
@@ -376,7 +379,7 @@ int agent_workspace_spawn(Agent *a, const WorkspaceRecord *w) {
     spec.environment = env;
     spec.mountpoint = w->mountpoint;
     spec.shards = (unsigned) strv_length((const char *const *) content);
-    r = supervisor_add(a->supervisor, &spec, w->daemon.pid > 0 ? &w->daemon : NULL);
+    r = only_update ? -EEXIST : supervisor_add(a->supervisor, &spec, w->daemon.pid > 0 ? &w->daemon : NULL);
     if (r == -EEXIST)
         /* Supervised already: its next start (a restart, a crash, leaving
          * BLOCKED) runs what the layout says now, not what it said when
@@ -385,6 +388,10 @@ int agent_workspace_spawn(Agent *a, const WorkspaceRecord *w) {
     if (r < 0)
         return log_error_errno(r, "workspace %s: cannot supervise its daemon: %m", w->id);
     return 0;
+}
+
+int agent_workspace_spawn(Agent *a, const WorkspaceRecord *w) {
+    return workspace_supervise(a, w, false);
 }
 
 static void workspaces_observed(Agent *a) {
@@ -653,6 +660,23 @@ static int workspaces_start(Agent *a) {
         return r;
     }
     return 0;
+}
+
+/* After a reload's apply. The supervised daemons get the new layout's spec
+ * here, before the reload is answered: the reconcile that workspaces_start
+ * runs answers later, and a restart asked for right after the reload must
+ * already run what the layout says now. */
+static void workspaces_layout_changed(Agent *a) {
+    if (a->supervisor && !a->stopping) {
+        StateRecord *record = agent_record(a);
+        WorkspaceStatus st;
+        for (size_t i = 0; i < record->n_workspaces; i++) {
+            const WorkspaceRecord *w = record->workspaces[i];
+            if (w->active && supervisor_get_status(a->supervisor, w->id, &st) >= 0)
+                (void) workspace_supervise(a, w, true);
+        }
+    }
+    (void) workspaces_start(a);
 }
 
 /* ---- create -------------------------------------------------------------- */
@@ -1569,6 +1593,7 @@ const AgentModule agent_workspaces_module = {
     .name = "workspaces",
     .when_up = true,
     .start = workspaces_start,
+    .layout_changed = workspaces_layout_changed,
     .free = workspaces_free,
     .observed = workspaces_observed,
     .metrics = workspaces_metrics,
