@@ -379,12 +379,16 @@ static int workspace_supervise(Agent *a, const WorkspaceRecord *w, bool only_upd
     spec.environment = env;
     spec.mountpoint = w->mountpoint;
     spec.shards = (unsigned) strv_length((const char *const *) content);
-    r = only_update ? -EEXIST : supervisor_add(a->supervisor, &spec, w->daemon.pid > 0 ? &w->daemon : NULL);
-    if (r == -EEXIST)
-        /* Supervised already: its next start (a restart, a crash, leaving
-         * BLOCKED) runs what the layout says now, not what it said when
-         * the workspace was created. */
+    /* Supervised already: its next start (a restart, a crash, leaving
+     * BLOCKED) runs what the layout says now, not what it said when the
+     * workspace was created. */
+    if (only_update)
         r = supervisor_update(a->supervisor, &spec);
+    else {
+        r = supervisor_add(a->supervisor, &spec, w->daemon.pid > 0 ? &w->daemon : NULL);
+        if (r == -EEXIST)
+            r = supervisor_update(a->supervisor, &spec);
+    }
     if (r < 0)
         return log_error_errno(r, "workspace %s: cannot supervise its daemon: %m", w->id);
     return 0;
@@ -596,7 +600,8 @@ static void on_reconciled(Agent *a, int error, const char *message, ApplyResult 
 }
 
 /* Every workspace of the record under supervision again (a start, a
- * reload): the active ones, the creates a stop interrupted, the static
+ * reload, where workspaces_layout_changed updated the supervised ones
+ * already): the active ones, the creates a stop interrupted, the static
  * ones, and the stale mounts of none of them cleaned. */
 static void on_reconciled_start(Agent *a) {
     StateRecord *record = agent_record(a);
@@ -662,10 +667,12 @@ static int workspaces_start(Agent *a) {
     return 0;
 }
 
-/* After a reload's apply. The supervised daemons get the new layout's spec
- * here, before the reload is answered: the reconcile that workspaces_start
- * runs answers later, and a restart asked for right after the reload must
- * already run what the layout says now. */
+/* After a reload's apply, also a failed one (the new layout is in place
+ * either way). The supervised daemons get the new layout's spec here,
+ * before the reload is answered: the reconcile that workspaces_start
+ * queues completes later, and a restart asked for right after the reload
+ * must run what the layout says now. A spec that cannot be made (a user
+ * that no longer resolves) is logged, and the old one stays. */
 static void workspaces_layout_changed(Agent *a) {
     if (a->supervisor && !a->stopping) {
         StateRecord *record = agent_record(a);

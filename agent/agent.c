@@ -533,9 +533,9 @@ int agent_reload(Agent *a, ApiOperation *op, char **ret_error) {
     a->last_reload_error = mfree(a->last_reload_error);
     if (changed)
         collect_reload_notes(a, l);
-    /* Workspace specs are copied by the supervisor and placement reads the
-     * layout afresh on every call: swapping it is all a reload needs
-     * before the volume difference is applied. */
+    /* Placement reads the layout afresh on every call; the supervisor
+     * holds copies of the daemons' specs, which the workspaces module's
+     * layout_changed refreshes once the volume difference is applied. */
     Layout *old = a->engine->layout;
     a->engine->layout = TAKE_PTR(l);
     agent_api_layout_changed(a, &old->api);
@@ -565,11 +565,10 @@ int agent_reload(Agent *a, ApiOperation *op, char **ret_error) {
         return -ENOMEM;
     *job = (ReloadJob) { .op = api_operation_ref(op), .changed = changed };
     r = agent_job_submit(a, WORKER_OP_APPLY, NULL, NULL, op, on_reload_applied, job);
-    if (r < 0) {
-        api_operation_unref(job->op);
-        free(job);
-        return r;
-    }
+    if (r < 0)
+        /* The new layout is in place already: the modules must still be
+         * told (the daemons' specs), and the caller gets a 500. */
+        on_reload_applied(a, r, "cannot queue the apply", NULL, NULL, job);
     return 1;
 }
 

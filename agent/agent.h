@@ -192,8 +192,10 @@ typedef struct AgentModule {
      * idempotent). A failure is the module's to log; the agent goes on. */
     bool when_up;
     int (*start)(Agent *a);
-    /* A reload's apply is done: called if set; if not, a when_up module's
-     * start is called again. */
+    /* A reload's apply is done (or failed; the new layout is in place
+     * either way), before the reload is answered: called if set, instead
+     * of start (so it calls start itself if it needs to); if not set, a
+     * when_up module's start is called again. */
     void (*layout_changed)(Agent *a);
     /* agent_stop: what must not run on while the agent stops. */
     void (*stop)(Agent *a);
