@@ -340,8 +340,10 @@ def real_pnpm_once(d, ph, pnpm, store, proj, mode, extra):
     elif mode == "store":
         root, fstype = mount_of(d)
         if os.path.isdir(os.path.join(root, ".layoutd-store")):
-            # One per directory: several may share a mount (and its store).
-            own = os.path.join(root, ".layoutd-store", "pnpm-" + os.path.relpath(d, root).replace("/", "-"))
+            # One per directory: the workspaces of a volume share one
+            # store, and several directories may share a mount.
+            own = os.path.join(root, ".layoutd-store", "-".join(
+                ["pnpm", os.path.basename(root), os.path.relpath(d, root).replace("/", "-")]))
         elif fstype.startswith("fuse.layoutd-wsfs"):
             # A workspace without its store: the figures would be the
             # default mode's under the store's name.
