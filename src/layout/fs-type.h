@@ -110,6 +110,10 @@ typedef struct FsType {
     bool counts_inodes;               /* statfs reports an inode limit
                                          (f_files > 0): ext4, and XFS (up to
                                          its imaxpct); btrfs reports none */
+    bool shares_extents;              /* copy_file_range within it shares the
+                                         extents (a reflink: XFS with its
+                                         default reflink=1, btrfs) instead of
+                                         copying the bytes; ext4 copies */
     const char *check_command;        /* the offline check: "e2fsck" */
     const char *project_quota_option; /* the mount option that turns on
                                          enforced project quotas ("prjquota"

@@ -712,8 +712,16 @@ static void parse_workspace(Parser *p, const LayoutNode *n, Layout *l) {
     int64_t adj;
     if ((v = lp_map_get(n, "oom_score_adjust", NULL)) && lp_get_int(p, v, "oom_score_adjust", -1000, 1000, &adj))
         w->oom_score_adjust = (int) adj;
-    if ((v = lp_map_get(n, "package_store", NULL)))
-        (void) lp_get_bool(p, v, "package_store", &w->package_store);
+    const char *s;
+    if ((v = lp_map_get(n, "package_store", NULL)) && (s = lp_get_scalar(p, v, "package_store", "auto, true or false"))) {
+        if (streq(s, "auto"))
+            w->package_store_auto = true;
+        else if (STR_IN_SET(s, "true", "True", "TRUE", "false", "False", "FALSE")) {
+            (void) lp_get_bool(p, v, "package_store", &w->package_store);
+            w->package_store_auto = false;
+        } else
+            lp_err(p, v, "package_store: expected auto, true or false, got '%s'", s);
+    }
     if ((v = lp_map_get(n, "resources", NULL)))
         parse_resources(p, v, &w->resources);
 }
@@ -784,9 +792,11 @@ static int layout_new_defaults(const char *name, Layout **ret) {
         .stop_timeout = 10 * USEC_PER_SEC,
         .hang_timeout = 120 * USEC_PER_SEC,
         .mount_root_is_default = true,
-        /* Off until it wins: at N = 8 here, installs that clone from the
-         * store measured no faster than copying (docs/benchmarks.md). */
-        .package_store = false,
+        /* "auto": on where a clone from the store shares extents (XFS,
+         * btrfs), where installs from it measured faster than copying;
+         * off on ext4, where every clone copies the bytes and installs
+         * measured slower (docs/benchmarks.md, "The package store"). */
+        .package_store_auto = true,
         /* One runaway daemon must not starve the others: memory is
          * throttled at 4 GiB and killed at 8 GiB, CPU and I/O are shared
          * evenly, and a fork bomb stops at 4096 tasks. */
@@ -892,6 +902,11 @@ static void parse_top(Parser *p, const LayoutNode *n, Layout *l) {
     if ((v = lp_map_get(n, "api", NULL)))
         parse_api(p, v, &l->api);
     resolve_content(p, n, l);
+    if (l->workspace.package_store_auto) {
+        const Pool *state = layout_pool(l, POOL_STATE);
+        const BackendTraits *t = state ? backend_traits(state->backend) : NULL;
+        l->workspace.package_store = t && t->fs && t->fs->shares_extents;
+    }
 
     if (l->workspace.mount_root_is_default) {
         free(l->workspace.mount_root);

@@ -238,9 +238,14 @@ typedef struct WorkspaceConfig {
                                         the daemons outlive the agent, which
                                         re-adopts them when it starts) */
     int oom_score_adjust;            /* of each daemon, -1000..1000; default 0 */
-    bool package_store;              /* default false; true: each daemon is
-                                        handed its tenant's package store on
-                                        its state volume (LAYOUTD_STORE_DIR) */
+    bool package_store;              /* true: each daemon is handed its
+                                        tenant's package store on its state
+                                        volume (LAYOUTD_STORE_DIR). Resolved
+                                        at parse time: "auto" (the default)
+                                        is true where the state pool's
+                                        filesystem shares extents on copy
+                                        (FsType.shares_extents) */
+    bool package_store_auto;         /* package_store came from "auto" */
     WorkspaceResources resources;
     StaticWorkspace *static_workspaces;
     size_t n_static_workspaces;

@@ -1159,6 +1159,39 @@ static void test_find_in_dir(void **state) {
     layout_errors_clear(&errors);
 }
 
+/* workspace.package_store: "auto" (the default) is on where the state
+ * pool's filesystem shares extents on copy, off elsewhere; true and false
+ * win over the backend; anything else is an error at its position. */
+static void test_package_store(void **state) {
+    static const struct {
+        const char *backend, *value;
+        bool on, is_auto;
+    } cases[] = {
+        { "loop-xfs", NULL, true, true },     { "loop-ext4", NULL, false, true },
+        { "loop-btrfs", NULL, true, true },   { "dir", NULL, false, true },
+        { "loop-xfs", "auto", true, true },   { "loop-ext4", "auto", false, true },
+        { "loop-xfs", "false", false, false }, { "loop-ext4", "true", true, false },
+    };
+    for (size_t i = 0; i < ELEMENTSOF(cases); i++) {
+        _cleanup_free_ char *yaml = NULL;
+        assert_true(asprintf(&yaml, "version: 1\npools:\n  state: {backend: %s%s}\n%s%s%s", cases[i].backend,
+                             streq(cases[i].backend, "dir") ? "" : ", volume_size: 1GiB",
+                             cases[i].value ? "workspace:\n  package_store: " : "", cases[i].value ?: "",
+                             cases[i].value ? "\n" : "") >= 0);
+        Layout *l = parse_ok(yaml);
+        if (l->workspace.package_store != cases[i].on || l->workspace.package_store_auto != cases[i].is_auto)
+            fprintf(stderr, "%s: package_store %d auto %d\n", yaml, l->workspace.package_store,
+                    l->workspace.package_store_auto);
+        assert_int_equal(l->workspace.package_store, cases[i].on);
+        assert_int_equal(l->workspace.package_store_auto, cases[i].is_auto);
+        layout_free(l);
+    }
+    CHECK_STRING("version: 1\npools:\n  state: {backend: loop-xfs}\nworkspace:\n  package_store: maybe\n",
+                 { 5, 18, "package_store: expected auto, true or false, got 'maybe'" });
+    CHECK_STRING("version: 1\npools:\n  state: {backend: loop-xfs}\nworkspace:\n  package_store: [auto]\n",
+                 { 5, 18, "package_store" });
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_valid_full),
@@ -1194,6 +1227,7 @@ int main(void) {
         cmocka_unit_test(test_paths),
         cmocka_unit_test(test_enums),
         cmocka_unit_test(test_find_in_dir),
+        cmocka_unit_test(test_package_store),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
