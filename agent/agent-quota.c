@@ -228,19 +228,19 @@ int agent_quota_set(Agent *a, const char *id, uint64_t bytes, ApiOperation *op, 
         return api_error_set(err, -EOPNOTSUPP, 501, "not_supported",
                              "workspace '%s' is on %s, which does not enforce project quotas (%s)", id,
                              w->volume ?: "?", w->project_id ? "mounted without prjquota" : "it has no project id");
-    /* Whether a workspace has a package store follows from its quota
-     * (agent-workspaces.c, store_dir), and its running daemon keeps what
-     * it was started with: a change that would give it a store or take
-     * one away is refused, rather than left to the next restart. */
-    if (agent_layout(a)->workspace.package_store && (w->quota == 0) != (bytes == 0))
-        return w->quota == 0
-            ? api_error_set(err, -EBUSY, 409, "package_store",
-                            "workspace '%s' has a package store (workspace.package_store), and no quota bounds "
-                            "the files put there; give a workspace its quota when it is created, or turn "
-                            "package_store off", id)
-            : api_error_set(err, -EBUSY, 409, "package_store",
-                            "workspace '%s' was started without a package store because it has a quota; "
-                            "removing the quota would not give it one: set a larger quota instead", id);
+    /* A workspace with a quota gets no package store (agent-workspaces.c,
+     * store_dir): store files count against no workspace's quota. The
+     * running daemon keeps the store it was started with, so a first
+     * quota for a workspace whose daemon has one is refused rather than
+     * left unbounded until the next restart. Whether it has one is asked
+     * of the daemon, not of the layout now (an upgrade or a reload may
+     * have changed workspace.package_store). Removing a quota is not
+     * refused: the workspace gets its store at its daemon's next start. */
+    if (w->quota == 0 && bytes > 0 && agent_workspace_has_store(a, w))
+        return api_error_set(err, -EBUSY, 409, "package_store",
+                             "workspace '%s' has a package store (workspace.package_store), and no quota bounds "
+                             "the files put there; give a workspace its quota when it is created, or set "
+                             "workspace.package_store: false", id);
     _cleanup_free_ char *mount = NULL;
     int r = layout_mount_path(agent_layout(a), w->volume, &mount);
     if (r < 0)

@@ -319,6 +319,35 @@ static int store_dir(Agent *a, const WorkspaceRecord *w, char **ret) {
     return 0;
 }
 
+/* 1: the environment of the running process pid has LAYOUTD_STORE_DIR;
+ * 0: it has not; <0: it cannot be read (the process is gone). */
+static int daemon_env_has_store(pid_t pid) {
+    char path[64];
+    _cleanup_free_ char *env = NULL;
+    size_t n;
+    (void) snprintf(path, sizeof path, "/proc/%d/environ", (int) pid);
+    int r = read_full_file(path, &env, &n);
+    if (r < 0)
+        return r;
+    if (n == 0)
+        return -ESRCH; /* a zombie shows none */
+    for (size_t i = 0; i < n; i += strlen(env + i) + 1)
+        if (strncmp(env + i, "LAYOUTD_STORE_DIR=", sizeof("LAYOUTD_STORE_DIR=") - 1) == 0)
+            return 1;
+    return 0;
+}
+
+bool agent_workspace_has_store(Agent *a, const WorkspaceRecord *w) {
+    WorkspaceStatus st;
+    if (a->supervisor && supervisor_get_status(a->supervisor, w->id, &st) >= 0 && st.pid > 0) {
+        int r = daemon_env_has_store(st.pid);
+        if (r >= 0)
+            return r > 0;
+    }
+    _cleanup_free_ char *dir = NULL;
+    return store_dir(a, w, &dir) >= 0;
+}
+
 static int store_environment(Agent *a, const WorkspaceRecord *w, char ***env) {
     _cleanup_free_ char *dir = NULL, *kv = NULL;
     int r = store_dir(a, w, &dir);
@@ -1319,8 +1348,8 @@ json_object *agent_workspace_json(Agent *a, const WorkspaceRecord *w) {
     J_ADD("mountpoint", JSTR(w->mountpoint));
     /* Where the tools find the store inside the mount (the reference
      * daemon shows it there); null: the workspace has none. */
-    _cleanup_free_ char *store = NULL, *store_path = NULL;
-    if (store_dir(a, w, &store) >= 0 && w->mountpoint)
+    _cleanup_free_ char *store_path = NULL;
+    if (w->mountpoint && agent_workspace_has_store(a, w))
         (void) asprintf(&store_path, "%s/.layoutd-store", w->mountpoint);
     J_ADD("package_store", JSTR(store_path));
     J_ADD("labels", agent_labels_json(w->labels));

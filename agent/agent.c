@@ -530,6 +530,13 @@ int agent_reload(Agent *a, ApiOperation *op, char **ret_error) {
 
     bool changed = !streq(hash, a->engine->layout_hash);
     size_t down = changed ? 0 : recorded_volumes_down(a);
+    /* Allocated before anything changes: past the swap below, a failure
+     * must still tell the modules (on_reload_applied). */
+    ReloadJob *job = NULL;
+    if ((changed || down > 0) && !(job = calloc(1, sizeof(*job)))) {
+        (void) sd_notify(false, "READY=1");
+        return -ENOMEM;
+    }
     a->last_reload_error = mfree(a->last_reload_error);
     if (changed)
         collect_reload_notes(a, l);
@@ -560,9 +567,6 @@ int agent_reload(Agent *a, ApiOperation *op, char **ret_error) {
         agent_update_status(a);
         return 0;
     }
-    ReloadJob *job = calloc(1, sizeof(*job));
-    if (!job)
-        return -ENOMEM;
     *job = (ReloadJob) { .op = api_operation_ref(op), .changed = changed };
     r = agent_job_submit(a, WORKER_OP_APPLY, NULL, NULL, op, on_reload_applied, job);
     if (r < 0)

@@ -432,6 +432,11 @@ int agent_daemon_stats_path(Agent *a, const char *id, char **ret);
 
 /* agent-workspaces.c */
 int agent_workspace_spawn(Agent *a, const WorkspaceRecord *w);
+/* Whether W's daemon has a package store: while one runs, what it was
+ * started with (LAYOUTD_STORE_DIR in its environment: an agent before an
+ * upgrade, or a layout before a reload, may have decided otherwise than
+ * the layout does now); else what its next start gets. */
+bool agent_workspace_has_store(Agent *a, const WorkspaceRecord *w);
 /* Why the workspace's daemon may not start now (its state volume or a
  * content shard out of service), worded into buf; NULL when it may. */
 const char *agent_workspace_blocker(Agent *a, const char *id, char *buf, size_t size);

@@ -206,7 +206,8 @@ int layoutctl_quota(int argc, char **argv, const LayoutctlGlobals *g) {
                                 "Sets the workspace's quota online (SIZE e.g. 10G; 0 or none: no limit).\n"
                                 "The kernel enforces it (XFS project quotas): writes past it fail with\n"
                                 "ENOSPC (XFS reports a project quota so). A host that cannot enforce\n"
-                                "one refuses (exit 1, 501).\n"
+                                "one refuses (exit 1, 501); so does a first quota for a workspace whose\n"
+                                "daemon has a package store (exit 1, 409: give it at create).\n"
                                 "\n" CLIENT_WAIT_HELP CLIENT_COMMON_HELP;
     ClientOptions o;
     int ec = client_parse(argc, argv, g, CLIENT_OPT_OPERATION | CLIENT_OPT_CHANGES, NULL, 0, NULL, 2, usage, &o);

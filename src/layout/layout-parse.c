@@ -720,7 +720,10 @@ static void parse_workspace(Parser *p, const LayoutNode *n, Layout *l) {
             (void) lp_get_bool(p, v, "package_store", &w->package_store);
             w->package_store_auto = false;
         } else
-            lp_err(p, v, "package_store: expected auto, true or false, got '%s'", s);
+            lp_err(p, v, "package_store: expected auto, true or false, got '%s'%s", s,
+                   STR_IN_SET(s, "yes", "no", "on", "off", "y", "n", "Yes", "No", "On", "Off", "1", "0")
+                       ? " (YAML 1.1 and 1.2 read it differently; write true or false)"
+                       : "");
     }
     if ((v = lp_map_get(n, "resources", NULL)))
         parse_resources(p, v, &w->resources);
@@ -874,6 +877,22 @@ static void resolve_content(Parser *p, const LayoutNode *top, Layout *l) {
     }
 }
 
+/* What workspace.package_store: auto turns on: the state pool's clones
+ * share extents (its filesystem reflinks on copy_file_range) unless its
+ * mkfs options turn reflink off (XFS's -m reflink=0, or crc=0, which
+ * cannot have it). A filesystem made by an older mkfs with other defaults
+ * is not seen here. */
+static bool state_pool_shares_extents(const Layout *l) {
+    const Pool *state = layout_pool(l, POOL_STATE);
+    const BackendTraits *t = state ? backend_traits(state->backend) : NULL;
+    if (!t || !t->fs || !t->fs->shares_extents)
+        return false;
+    for (char **o = state->mkfs_options; o && *o; o++)
+        if (strstr(*o, "reflink=0") || strstr(*o, "crc=0"))
+            return false;
+    return true;
+}
+
 static void parse_top(Parser *p, const LayoutNode *n, Layout *l) {
     static const char *const keys[] = { "version", "root", "pools", "workspace", "api", NULL };
     if (n->type != LAYOUT_NODE_MAPPING) {
@@ -902,11 +921,8 @@ static void parse_top(Parser *p, const LayoutNode *n, Layout *l) {
     if ((v = lp_map_get(n, "api", NULL)))
         parse_api(p, v, &l->api);
     resolve_content(p, n, l);
-    if (l->workspace.package_store_auto) {
-        const Pool *state = layout_pool(l, POOL_STATE);
-        const BackendTraits *t = state ? backend_traits(state->backend) : NULL;
-        l->workspace.package_store = t && t->fs && t->fs->shares_extents;
-    }
+    if (l->workspace.package_store_auto)
+        l->workspace.package_store = state_pool_shares_extents(l);
 
     if (l->workspace.mount_root_is_default) {
         free(l->workspace.mount_root);

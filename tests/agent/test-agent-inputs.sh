@@ -10,6 +10,8 @@
 #  - volumes are mounted nosuid,nodev;
 #  - a reload that changes api.socket_mode and api.group applies them;
 #  - a restart after a reload runs the layout's command as it is now;
+#  - a workspace's package_store is what its running daemon has (a reload
+#    that turns the store off changes it only at the daemon's restart);
 #  - a clean stop removes the socket file.
 TEST_NAME=agent-inputs
 . "$LAYOUTD_TESTS/lib/common.sh"
@@ -86,6 +88,18 @@ api POST /v1/reload >/dev/null; assert_eq 200 "$(st)" "reload of the command"
 "$LAYOUTCTL" --socket "$SOCK" restart i1 >/dev/null || fail "restart i1"
 pid=$(jget "$(api GET /v1/workspaces/i1)" "d['daemon']['pid']")
 tr '\0' ' ' <"/proc/$pid/cmdline" | has -- "--threads=1" || fail "i1 restarted with the old command: $(tr '\0' ' ' <"/proc/$pid/cmdline")"
+
+log "package_store in the JSON is what the running daemon has, until its restart"
+store_of() { jget "$(api GET "/v1/workspaces/$1")" "d['package_store']"; }
+assert_eq "$WORK/mnt/i2/.layoutd-store" "$(store_of i2)" "i2's store before the reload"
+sed -i "s|^  package_store: true|  package_store: false|" "$L"
+grep -q "^  package_store: false" "$L" || fail "the layout has no package_store line to flip"
+api POST /v1/reload >/dev/null; assert_eq 200 "$(st)" "reload of package_store"
+assert_eq "$WORK/mnt/i2/.layoutd-store" "$(store_of i2)" "i2's running daemon keeps its store after the reload"
+[ -d "$WORK/mnt/i2/.layoutd-store" ] || fail "i2's mount lost its store"
+"$LAYOUTCTL" --socket "$SOCK" restart i2 >/dev/null || fail "restart i2"
+assert_eq None "$(store_of i2)" "i2 restarted without a store"
+[ -e "$WORK/mnt/i2/.layoutd-store" ] && fail "i2's restarted mount still shows a store"
 
 log "a clean stop removes the socket file"
 stop_agent

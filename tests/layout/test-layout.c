@@ -1171,6 +1171,10 @@ static void test_package_store(void **state) {
         { "loop-btrfs", NULL, true, true },   { "dir", NULL, false, true },
         { "loop-xfs", "auto", true, true },   { "loop-ext4", "auto", false, true },
         { "loop-xfs", "false", false, false }, { "loop-ext4", "true", true, false },
+        { "vdo-xfs", NULL, true, true },
+        { "loop-xfs, mkfs_options: [-m, reflink=0]", NULL, false, true },
+        { "loop-xfs, mkfs_options: [-m, \"crc=0,reflink=1\"]", NULL, false, true },
+        { "loop-xfs, mkfs_options: [-m, reflink=0]", "true", true, false },
     };
     for (size_t i = 0; i < ELEMENTSOF(cases); i++) {
         _cleanup_free_ char *yaml = NULL;
@@ -1190,6 +1194,8 @@ static void test_package_store(void **state) {
                  { 5, 18, "package_store: expected auto, true or false, got 'maybe'" });
     CHECK_STRING("version: 1\npools:\n  state: {backend: loop-xfs}\nworkspace:\n  package_store: [auto]\n",
                  { 5, 18, "package_store" });
+    CHECK_STRING("version: 1\npools:\n  state: {backend: loop-xfs}\nworkspace:\n  package_store: on\n",
+                 { 5, 18, "write true or false" });
 }
 
 int main(void) {

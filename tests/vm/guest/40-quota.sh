@@ -108,9 +108,16 @@ lc quota wq 256M --wait 60 || fail "layoutctl quota"
 [ "$(get /v1/workspaces/wq | jq -r .quota_bytes)" = $((256 << 20)) ] || fail "quota_bytes not changed"
 dd if=/dev/zero of="$root/mnt/wq/big" bs=1M count=32 conv=fsync 2>dd2.err || { cat dd2.err; fail "still refused after the raise"; }
 
-step "a quota that would give a workspace a package store, or take one away, is refused"
+step "a first quota for a workspace whose daemon has a package store is refused"
 lc quota wn 64M --wait 60 >quota-wn.out 2>&1 && fail "a quota was set on a workspace with a package store"
 grep -q "package store" quota-wn.out || fail "the refusal does not name the store: $(cat quota-wn.out)"
 [ "$(get /v1/workspaces/wn | jq -r .quota_bytes)" = 0 ] || fail "the refused quota was recorded"
 [ -d "$root/mnt/wn/.layoutd-store" ] || fail "the refused quota took the store away"
+
+step "removing a quota is allowed; the running daemon gets no store until its restart"
+lc quota wq 0 --wait 60 || fail "removing wq's quota"
+[ "$(get /v1/workspaces/wq | jq -r .quota_bytes)" = 0 ] || fail "quota_bytes not 0 after the removal"
+[ "$(get /v1/workspaces/wq | jq -r .package_store)" = null ] ||
+    fail "wq's JSON names a store its running daemon was not started with"
+lc quota wq 256M --wait 60 || fail "a quota again on wq, whose daemon still has no store"
 step "done"
