@@ -188,6 +188,9 @@ static void on_quota_set(Agent *a, int error, const char *message, ApplyResult *
             api_error_set(&err, error, 500, "internal", "setting the quota of workspace '%s' failed: %s", c->id,
                           message ?: strerror(-error));
         log_warning("workspace %s: %s", c->id, err.message);
+        /* agent_quota_set may have made the spec for the new quota. */
+        if (w)
+            (void) agent_workspace_respec(a, w, w->quota);
         if (c->op)
             api_operation_fail(c->op, &err);
         quota_change_free(c);
@@ -202,6 +205,9 @@ static void on_quota_set(Agent *a, int error, const char *message, ApplyResult *
     }
     w->quota = c->bytes;
     agent_persist(a);
+    /* The next start gets the store the quota allows (a removed quota
+     * gives the workspace one, if the layout has stores). */
+    (void) agent_workspace_respec(a, w, w->quota);
     log_info("workspace %s: quota %" PRIu64 " -> %" PRIu64 " bytes", c->id, c->before, c->bytes);
     json_object *f = json_object_new_object();
     json_object_object_add(f, "workspace", json_object_new_string(c->id));
@@ -214,6 +220,37 @@ static void on_quota_set(Agent *a, int error, const char *message, ApplyResult *
     if (c->op)
         agent_operation_succeed_saved(a, c->op, 200, agent_workspace_json(a, w));
     quota_change_free(c);
+}
+
+/* Queues the quota job for W; on_quota_set ends op. */
+static int quota_submit(Agent *a, const WorkspaceRecord *w, uint64_t bytes, ApiOperation *op) {
+    _cleanup_free_ char *mount = NULL;
+    int r = layout_mount_path(agent_layout(a), w->volume, &mount);
+    if (r < 0)
+        return r;
+    QuotaChange *c = calloc(1, sizeof(*c));
+    if (!c || !(c->id = strdup(w->id))) {
+        free(c);
+        return -ENOMEM;
+    }
+    c->bytes = bytes;
+    c->before = w->quota;
+    c->op = api_operation_ref(op);
+    json_object *args = json_object_new_object();
+    json_object_object_add(args, "mount", json_object_new_string(mount));
+    json_object_object_add(args, "project", json_object_new_uint64(w->project_id));
+    json_object_object_add(args, "limit", json_object_new_uint64(bytes));
+    if (op) {
+        _cleanup_free_ char *res = NULL;
+        if (asprintf(&res, "/v1/workspaces/%s", w->id) >= 0)
+            (void) api_operation_set_resource(op, res);
+    }
+    r = agent_job_submit_full(a, WORKER_OP_QUOTA, args, w->volume, NULL, AGENT_JOB_OWN_RESULT, on_quota_set, c);
+    if (r < 0) {
+        quota_change_free(c);
+        return r;
+    }
+    return 1;
 }
 
 int agent_quota_set(Agent *a, const char *id, uint64_t bytes, ApiOperation *op, ApiError *err) {
@@ -241,33 +278,17 @@ int agent_quota_set(Agent *a, const char *id, uint64_t bytes, ApiOperation *op, 
                              "workspace '%s' has a package store (workspace.package_store), and no quota bounds "
                              "the files put there; give a workspace its quota when it is created, or set "
                              "workspace.package_store: false", id);
-    _cleanup_free_ char *mount = NULL;
-    int r = layout_mount_path(agent_layout(a), w->volume, &mount);
+    /* From now on, a start of its daemon (a crash, a restart before the
+     * quota is set) must not get a store: the spec is made as if the quota
+     * were set already, and put back if setting it fails. */
+    bool respecced = w->quota == 0 && bytes > 0;
+    int r = respecced ? agent_workspace_respec(a, w, bytes) : 0;
     if (r < 0)
         return r;
-    QuotaChange *c = calloc(1, sizeof(*c));
-    if (!c || !(c->id = strdup(id))) {
-        free(c);
-        return -ENOMEM;
-    }
-    c->bytes = bytes;
-    c->before = w->quota;
-    c->op = api_operation_ref(op);
-    json_object *args = json_object_new_object();
-    json_object_object_add(args, "mount", json_object_new_string(mount));
-    json_object_object_add(args, "project", json_object_new_uint64(w->project_id));
-    json_object_object_add(args, "limit", json_object_new_uint64(bytes));
-    if (op) {
-        _cleanup_free_ char *res = NULL;
-        if (asprintf(&res, "/v1/workspaces/%s", id) >= 0)
-            (void) api_operation_set_resource(op, res);
-    }
-    r = agent_job_submit_full(a, WORKER_OP_QUOTA, args, w->volume, NULL, AGENT_JOB_OWN_RESULT, on_quota_set, c);
-    if (r < 0) {
-        quota_change_free(c);
-        return r;
-    }
-    return 1;
+    r = quota_submit(a, w, bytes, op);
+    if (r < 0 && respecced)
+        (void) agent_workspace_respec(a, w, w->quota);
+    return r;
 }
 
 /* ---- the module ----------------------------------------------------------- */

@@ -115,9 +115,20 @@ grep -q "package store" quota-wn.out || fail "the refusal does not name the stor
 [ -d "$root/mnt/wn/.layoutd-store" ] || fail "the refused quota took the store away"
 
 step "removing a quota is allowed; the running daemon gets no store until its restart"
+store_of() { get "/v1/workspaces/$1" | jq -r .package_store; }
 lc quota wq 0 --wait 60 || fail "removing wq's quota"
 [ "$(get /v1/workspaces/wq | jq -r .quota_bytes)" = 0 ] || fail "quota_bytes not 0 after the removal"
-[ "$(get /v1/workspaces/wq | jq -r .package_store)" = null ] ||
-    fail "wq's JSON names a store its running daemon was not started with"
+[ "$(store_of wq)" = null ] || fail "wq's JSON names a store its running daemon was not started with"
+step "a quota again before the restart: allowed, and the restart then gets no store"
 lc quota wq 256M --wait 60 || fail "a quota again on wq, whose daemon still has no store"
+lc restart wq || fail "restart wq"
+[ "$(store_of wq)" = null ] || fail "wq restarted with a quota and a store"
+[ -e "$root/mnt/wq/.layoutd-store" ] && fail "wq's mount shows a store with a quota"
+step "a removed quota gives the store at the next start; a first quota is then refused"
+lc quota wq 0 --wait 60 || fail "removing wq's quota again"
+lc restart wq || fail "restart wq again"
+[ "$(store_of wq)" = "$root/mnt/wq/.layoutd-store" ] || fail "wq got no store at its start without a quota"
+[ -d "$root/mnt/wq/.layoutd-store" ] || fail "wq's mount shows no store"
+lc quota wq 64M --wait 60 >quota-wq.out 2>&1 && fail "a first quota was set on wq, whose daemon has a store"
+grep -q "package store" quota-wq.out || fail "the refusal does not name the store: $(cat quota-wq.out)"
 step "done"
