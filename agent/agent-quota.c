@@ -36,6 +36,8 @@ typedef struct QuotaEntry {
 struct AgentQuota {
     QuotaEntry *entries;
     size_t n;
+    char **changing;             /* ids of the workspaces whose quota this
+                                    agent is changing now */
 };
 
 static QuotaEntry *entry_find(Agent *a, const char *id) {
@@ -46,10 +48,17 @@ static QuotaEntry *entry_find(Agent *a, const char *id) {
     return NULL;
 }
 
+/* The module's state, made on first use. NULL: out of memory. */
+static AgentQuota *module_get(Agent *a) {
+    if (!a->quota)
+        a->quota = calloc(1, sizeof(AgentQuota));
+    return a->quota;
+}
+
 static QuotaEntry *entry_get(Agent *a, const char *id) {
-    if (!a->quota && !(a->quota = calloc(1, sizeof(AgentQuota))))
+    AgentQuota *q = module_get(a);
+    if (!q)
         return NULL;
-    AgentQuota *q = a->quota;
     QuotaEntry *e = entry_find(a, id);
     if (e)
         return e;
@@ -116,6 +125,7 @@ json_object *agent_quota_workspace_json(Agent *a, const WorkspaceRecord *w) {
     /* The record's limit is what was asked; the kernel's is what holds
      * (they differ only while a change is under way or failed). */
     json_object_object_add(o, "limit_bytes", json_object_new_uint64(w->quota));
+    json_object_object_add(o, "pending_bytes", w->quota_changing ? json_object_new_uint64(w->quota_pending) : NULL);
     json_object_object_add(o, "used_bytes", e && e->known ? json_object_new_uint64(e->usage.used_bytes) : NULL);
     json_object_object_add(o, "limit_inodes", json_object_new_uint64(e && e->known ? e->usage.limit_inodes : 0));
     json_object_object_add(o, "used_inodes", e && e->known ? json_object_new_uint64(e->usage.used_inodes) : NULL);
@@ -159,13 +169,32 @@ int agent_quota_problems(Agent *a, const WorkspaceRecord *w, uint64_t *ret_used,
     return (unsigned __int128) e->usage.used_bytes * 100 >= (unsigned __int128) e->usage.limit_bytes * QUOTA_ALERT_PERCENT;
 }
 
-/* ---- an online change ----------------------------------------------------- */
+/* ---- an online change -----------------------------------------------------
+ *
+ * A change is written ahead: the record says a change to N is under way
+ * (WorkspaceRecord.quota_pending), durably, before the worker sets the
+ * kernel's limit; then the record says N. While it runs, whatever a quota
+ * forbids is decided by the larger of the two (workspace_record_quota_bound:
+ * no package store at a daemon start in between, whoever respecs it), and
+ * a second change of the same workspace is refused. An agent that dies in
+ * between finds the intent at its next start and sets the limit again
+ * (setting one is idempotent), so the kernel and the record never stay
+ * apart. */
 
 typedef struct QuotaChange {
+    Agent *agent;
     char *id;
+    usec_t created_at;           /* of the workspace: an id removed and
+                                    made again is another workspace */
     uint64_t bytes, before;
-    ApiOperation *op;
+    ApiOperation *op;            /* NULL: an interrupted change completed */
 } QuotaChange;
+
+/* The workspace the change is for, or NULL when it was removed since. */
+static WorkspaceRecord *change_workspace(Agent *a, const QuotaChange *c) {
+    WorkspaceRecord *w = state_record_find_workspace(agent_record(a), c->id);
+    return w && w->created_at == c->created_at ? w : NULL;
+}
 
 static void quota_change_free(QuotaChange *c) {
     if (!c)
@@ -175,10 +204,49 @@ static void quota_change_free(QuotaChange *c) {
     free(c);
 }
 
+/* Whether this agent runs a change of id now (a restart starts none). */
+static bool change_running(Agent *a, const char *id) {
+    return a->quota && strv_contains((const char *const *) a->quota->changing, id);
+}
+
+static void change_forget(Agent *a, const char *id) {
+    AgentQuota *q = a->quota;
+    size_t n = q ? strv_length((const char *const *) q->changing) : 0;
+    for (size_t i = 0; i < n; i++)
+        if (streq(q->changing[i], id)) {
+            free(q->changing[i]);
+            q->changing[i] = q->changing[n - 1];
+            q->changing[n - 1] = NULL;
+            return;
+        }
+}
+
+/* The change is over: the record says the quota that holds (c->bytes when
+ * SET, else the one before), durably soon, and the daemon's next start
+ * follows it (a removed quota gives it its store again). */
+static void change_end(Agent *a, QuotaChange *c, bool set) {
+    WorkspaceRecord *w = change_workspace(a, c);
+    change_forget(a, c->id);
+    if (!w)
+        return;
+    if (set)
+        w->quota = c->bytes;
+    w->quota_changing = false;
+    w->quota_pending = 0;
+    agent_persist(a);
+    (void) agent_workspace_respec(a, w);
+}
+
+static void change_fail(QuotaChange *c, ApiError *err) {
+    log_warning("workspace %s: %s", c->id, err->message);
+    if (c->op)
+        api_operation_fail(c->op, err);
+    quota_change_free(c);
+}
+
 static void on_quota_set(Agent *a, int error, const char *message, ApplyResult *res, json_object *extra,
                          void *userdata) {
     QuotaChange *c = userdata;
-    WorkspaceRecord *w = state_record_find_workspace(agent_record(a), c->id);
     ApiError err = {};
     if (error < 0) {
         if (error == -EOPNOTSUPP)
@@ -187,28 +255,20 @@ static void on_quota_set(Agent *a, int error, const char *message, ApplyResult *
         else
             api_error_set(&err, error, 500, "internal", "setting the quota of workspace '%s' failed: %s", c->id,
                           message ?: strerror(-error));
-        log_warning("workspace %s: %s", c->id, err.message);
-        /* agent_quota_set may have made the spec for the new quota. */
-        if (w)
-            (void) agent_workspace_respec(a, w, w->quota);
-        if (c->op)
-            api_operation_fail(c->op, &err);
-        quota_change_free(c);
+        change_end(a, c, false);
+        change_fail(c, &err);
         return;
     }
+    WorkspaceRecord *w = change_workspace(a, c);
     if (!w) {
+        change_forget(a, c->id);
         api_error_set(&err, -ENOENT, 409, "removed", "workspace '%s' was removed while its quota changed", c->id);
-        if (c->op)
-            api_operation_fail(c->op, &err);
-        quota_change_free(c);
+        change_fail(c, &err);
         return;
     }
-    w->quota = c->bytes;
-    agent_persist(a);
-    /* The next start gets the store the quota allows (a removed quota
-     * gives the workspace one, if the layout has stores). */
-    (void) agent_workspace_respec(a, w, w->quota);
-    log_info("workspace %s: quota %" PRIu64 " -> %" PRIu64 " bytes", c->id, c->before, c->bytes);
+    change_end(a, c, true);
+    log_info("workspace %s: quota %" PRIu64 " -> %" PRIu64 " bytes%s", c->id, c->before, c->bytes,
+             c->op ? "" : " (a change the agent was interrupted in)");
     json_object *f = json_object_new_object();
     json_object_object_add(f, "workspace", json_object_new_string(c->id));
     json_object_object_add(f, "limit_bytes", json_object_new_uint64(c->bytes));
@@ -222,31 +282,75 @@ static void on_quota_set(Agent *a, int error, const char *message, ApplyResult *
     quota_change_free(c);
 }
 
-/* Queues the quota job for W; on_quota_set ends op. */
-static int quota_submit(Agent *a, const WorkspaceRecord *w, uint64_t bytes, ApiOperation *op) {
+/* Queues the quota job for W; on_quota_set ends c. */
+static int quota_submit(Agent *a, const WorkspaceRecord *w, QuotaChange *c) {
     _cleanup_free_ char *mount = NULL;
     int r = layout_mount_path(agent_layout(a), w->volume, &mount);
     if (r < 0)
         return r;
-    QuotaChange *c = calloc(1, sizeof(*c));
-    if (!c || !(c->id = strdup(w->id))) {
-        free(c);
-        return -ENOMEM;
-    }
-    c->bytes = bytes;
-    c->before = w->quota;
-    c->op = api_operation_ref(op);
     json_object *args = json_object_new_object();
     json_object_object_add(args, "mount", json_object_new_string(mount));
     json_object_object_add(args, "project", json_object_new_uint64(w->project_id));
-    json_object_object_add(args, "limit", json_object_new_uint64(bytes));
+    json_object_object_add(args, "limit", json_object_new_uint64(c->bytes));
+    return agent_job_submit_full(a, WORKER_OP_QUOTA, args, w->volume, NULL, AGENT_JOB_OWN_RESULT, on_quota_set, c);
+}
+
+/* The intent is durable (or not): now the kernel's limit. */
+static void on_intent_saved(int error, void *userdata) {
+    QuotaChange *c = userdata;
+    Agent *a = c->agent;
+    ApiError err = {};
+    if (error == -ECANCELED) { /* the agent is going away: the next one completes it */
+        quota_change_free(c);
+        return;
+    }
+    WorkspaceRecord *w = change_workspace(a, c);
+    if (error < 0)
+        api_error_set(&err, error, 500, "record_unsaved",
+                      "the quota change of workspace '%s' could not be saved: %s; the quota stays %" PRIu64 " bytes",
+                      c->id, strerror(-error), c->before);
+    else if (!w)
+        api_error_set(&err, -ENOENT, 409, "removed", "workspace '%s' was removed while its quota changed", c->id);
+    else {
+        int r = quota_submit(a, w, c);
+        if (r >= 0)
+            return;
+        api_error_set(&err, r, 500, "internal", "cannot queue the quota change of workspace '%s': %s", c->id,
+                      strerror(-r));
+    }
+    change_end(a, c, false);
+    change_fail(c, &err);
+}
+
+/* Starts W's change to BYTES: its intent recorded (and the daemon's spec
+ * made by it), then the job once that is durable. Returns 1 (op is ended
+ * later), <0 (nothing changed). */
+static int change_begin(Agent *a, WorkspaceRecord *w, uint64_t bytes, ApiOperation *op) {
+    AgentQuota *q = module_get(a);
+    QuotaChange *c = calloc(1, sizeof(*c));
+    if (!q || !c || !(c->id = strdup(w->id)) || strv_extend(&q->changing, w->id) < 0) {
+        quota_change_free(c);
+        return -ENOMEM;
+    }
+    c->agent = a;
+    c->created_at = w->created_at;
+    c->bytes = bytes;
+    c->before = w->quota;
+    c->op = api_operation_ref(op);
     if (op) {
         _cleanup_free_ char *res = NULL;
         if (asprintf(&res, "/v1/workspaces/%s", w->id) >= 0)
             (void) api_operation_set_resource(op, res);
     }
-    r = agent_job_submit_full(a, WORKER_OP_QUOTA, args, w->volume, NULL, AGENT_JOB_OWN_RESULT, on_quota_set, c);
+    w->quota_changing = true;
+    w->quota_pending = bytes;
+    /* From now on a start of its daemon (a crash, a restart) gets no
+     * store if the new quota forbids one. */
+    (void) agent_workspace_respec(a, w);
+    agent_persist(a);
+    int r = agent_when_saved(a, on_intent_saved, c, NULL);
     if (r < 0) {
+        change_end(a, c, false);
         quota_change_free(c);
         return r;
     }
@@ -265,6 +369,13 @@ int agent_quota_set(Agent *a, const char *id, uint64_t bytes, ApiOperation *op, 
         return api_error_set(err, -EOPNOTSUPP, 501, "not_supported",
                              "workspace '%s' is on %s, which does not enforce project quotas (%s)", id,
                              w->volume ?: "?", w->project_id ? "mounted without prjquota" : "it has no project id");
+    /* One change at a time: the second would race the first to the
+     * kernel, and the record could end saying what the kernel does not. */
+    if (w->quota_changing)
+        return api_error_set(err, -EBUSY, 409, "quota_changing",
+                             "the quota of workspace '%s' is being changed to %" PRIu64
+                             " bytes; ask again when that change is answered",
+                             id, w->quota_pending);
     /* A workspace with a quota gets no package store (agent-workspaces.c,
      * store_dir): store files count against no workspace's quota. The
      * running daemon keeps the store it was started with, so a first
@@ -278,17 +389,35 @@ int agent_quota_set(Agent *a, const char *id, uint64_t bytes, ApiOperation *op, 
                              "workspace '%s' has a package store (workspace.package_store), and no quota bounds "
                              "the files put there; give a workspace its quota when it is created, or set "
                              "workspace.package_store: false", id);
-    /* From now on, a start of its daemon (a crash, a restart before the
-     * quota is set) must not get a store: the spec is made as if the quota
-     * were set already, and put back if setting it fails. */
-    bool respecced = w->quota == 0 && bytes > 0;
-    int r = respecced ? agent_workspace_respec(a, w, bytes) : 0;
+    int r = change_begin(a, w, bytes, op);
     if (r < 0)
-        return r;
-    r = quota_submit(a, w, bytes, op);
-    if (r < 0 && respecced)
-        (void) agent_workspace_respec(a, w, w->quota);
+        return api_error_set(err, r, 500, "internal", "cannot change the quota of workspace '%s': %s", id,
+                             strerror(-r));
     return r;
+}
+
+/* Completes the changes an earlier agent recorded and did not finish
+ * (idempotent: runs once the volumes are up, and after every reload). A
+ * removed workspace's intent is dropped: nothing runs there to bound. */
+static int quota_start(Agent *a) {
+    StateRecord *record = agent_record(a);
+    for (size_t i = 0; i < record->n_workspaces; i++) {
+        WorkspaceRecord *w = record->workspaces[i];
+        if (!w->quota_changing || change_running(a, w->id))
+            continue;
+        if (!w->active) {
+            w->quota_changing = false;
+            w->quota_pending = 0;
+            agent_persist(a);
+            continue;
+        }
+        log_notice("workspace %s: completing the change of its quota to %" PRIu64 " bytes that the agent was "
+                   "interrupted in", w->id, w->quota_pending);
+        int r = change_begin(a, w, w->quota_pending, NULL);
+        if (r < 0)
+            log_warning("workspace %s: cannot complete its quota change: %s", w->id, strerror(-r));
+    }
+    return 0;
 }
 
 /* ---- the module ----------------------------------------------------------- */
@@ -336,6 +465,7 @@ static void quota_free(Agent *a) {
     for (size_t i = 0; i < q->n; i++)
         free(q->entries[i].id);
     free(q->entries);
+    strv_free(q->changing);
     a->quota = mfree(q);
 }
 
@@ -346,6 +476,8 @@ static void quota_status_json(Agent *a, json_object *status) {
 
 const AgentModule agent_quota_module = {
     .name = "quota",
+    .when_up = true,
+    .start = quota_start,
     .free = quota_free,
     .workspace_removed = quota_workspace_removed,
     .metrics = quota_metrics,

@@ -303,14 +303,14 @@ static int identity_environment(Agent *a, const WorkspaceRecord *w, char ***env)
  * no tenant ("_" cannot start a tenant's name). Workspaces of one tenant
  * trust each other with it: any of them can add to it. None with
  * workspace.package_store off, and none for a workspace with a byte
- * quota: the store's files are charged to no workspace's quota, so a
- * bounded workspace could grow past its bound through them.
- * QUOTA is the workspace's quota to decide by (w->quota, or one being set).
+ * quota, or one being set (workspace_record_quota_bound): the store's
+ * files are charged to no workspace's quota, so a bounded workspace could
+ * grow past its bound through them.
  * Returns: 0 (*ret: the dir), -ENOENT (no store), <0 on error. */
-static int store_dir(Agent *a, const WorkspaceRecord *w, uint64_t quota, char **ret) {
+static int store_dir(Agent *a, const WorkspaceRecord *w, char **ret) {
     const Layout *l = agent_layout(a);
     _cleanup_free_ char *vol = NULL;
-    if (!l->workspace.package_store || quota > 0 || !w->volume)
+    if (!l->workspace.package_store || workspace_record_quota_bound(w) > 0 || !w->volume)
         return -ENOENT;
     int r = layout_mount_path(l, w->volume, &vol);
     if (r < 0)
@@ -320,38 +320,22 @@ static int store_dir(Agent *a, const WorkspaceRecord *w, uint64_t quota, char **
     return 0;
 }
 
-/* 1: the environment of the running process pid has LAYOUTD_STORE_DIR;
- * 0: it has not; <0: it cannot be read (the process is gone). */
-static int daemon_env_has_store(pid_t pid) {
-    char path[64];
-    _cleanup_free_ char *env = NULL;
-    size_t n;
-    (void) snprintf(path, sizeof path, "/proc/%d/environ", (int) pid);
-    int r = read_full_file(path, &env, &n);
-    if (r < 0)
-        return r;
-    if (n == 0)
-        return -ESRCH; /* a zombie shows none */
-    for (size_t i = 0; i < n; i += strlen(env + i) + 1)
-        if (strncmp(env + i, "LAYOUTD_STORE_DIR=", sizeof("LAYOUTD_STORE_DIR=") - 1) == 0)
-            return env[i + sizeof("LAYOUTD_STORE_DIR=") - 1] != 0; /* empty: none, as the daemon reads it */
-    return 0;
-}
-
 bool agent_workspace_has_store(Agent *a, const WorkspaceRecord *w) {
-    WorkspaceStatus st;
-    if (a->supervisor && supervisor_get_status(a->supervisor, w->id, &st) >= 0 && st.pid > 0) {
-        int r = daemon_env_has_store(st.pid);
-        if (r >= 0)
-            return r > 0;
-    }
+    /* What its running daemon was started with (the supervisor keeps it;
+     * it reads a re-adopted daemon's environment once): an upgrade or a
+     * reload may have changed the layout since. An empty value is none,
+     * as the daemon reads it. */
     _cleanup_free_ char *dir = NULL;
-    return store_dir(a, w, w->quota, &dir) >= 0;
+    int r = a->supervisor ? supervisor_daemon_getenv(a->supervisor, w->id, "LAYOUTD_STORE_DIR", &dir) : -ESRCH;
+    if (r >= 0)
+        return r > 0 && !isempty(dir);
+    /* No daemon runs: what its next start gets. */
+    return store_dir(a, w, &dir) >= 0;
 }
 
-static int store_environment(Agent *a, const WorkspaceRecord *w, uint64_t quota, char ***env) {
+static int store_environment(Agent *a, const WorkspaceRecord *w, char ***env) {
     _cleanup_free_ char *dir = NULL, *kv = NULL;
-    int r = store_dir(a, w, quota, &dir);
+    int r = store_dir(a, w, &dir);
     if (r == -ENOENT)
         return 0;
     if (r < 0)
@@ -373,10 +357,10 @@ static int stats_environment(Agent *a, const WorkspaceRecord *w, char ***env) {
     return 0;
 }
 
-/* The layout's daemon spec for W, with QUOTA as its quota, handed to the
- * supervisor: added (and started) when not supervised yet unless
- * ONLY_UPDATE, else updated so the daemon's next start runs it. */
-static int workspace_supervise(Agent *a, const WorkspaceRecord *w, uint64_t quota, bool only_update) {
+/* The layout's daemon spec for W, handed to the supervisor: added (and
+ * started) when not supervised yet unless ONLY_UPDATE, else updated so
+ * the daemon's next start runs it. */
+static int workspace_supervise(Agent *a, const WorkspaceRecord *w, bool only_update) {
     _cleanup_strv_free_ char **content = NULL, **argv = NULL, **env = NULL;
     const Layout *l = agent_layout(a);
     int r;
@@ -402,7 +386,7 @@ static int workspace_supervise(Agent *a, const WorkspaceRecord *w, uint64_t quot
     supervisor_spec_from_config(&spec, &l->workspace);
     if ((r = strv_copy((const char *const *) spec.environment, &env)) < 0 ||
         (r = identity_environment(a, w, &env)) < 0 || (r = stats_environment(a, w, &env)) < 0 ||
-        (r = store_environment(a, w, quota, &env)) < 0)
+        (r = store_environment(a, w, &env)) < 0)
         return log_error_errno(r, "workspace %s: cannot make the daemon's environment: %m", w->id);
     spec.id = w->id;
     spec.argv = argv;
@@ -425,14 +409,14 @@ static int workspace_supervise(Agent *a, const WorkspaceRecord *w, uint64_t quot
 }
 
 int agent_workspace_spawn(Agent *a, const WorkspaceRecord *w) {
-    return workspace_supervise(a, w, w->quota, false);
+    return workspace_supervise(a, w, false);
 }
 
-int agent_workspace_respec(Agent *a, const WorkspaceRecord *w, uint64_t quota) {
+int agent_workspace_respec(Agent *a, const WorkspaceRecord *w) {
     WorkspaceStatus st;
     if (!a->supervisor || supervisor_get_status(a->supervisor, w->id, &st) < 0)
         return 0;
-    return workspace_supervise(a, w, quota, true);
+    return workspace_supervise(a, w, true);
 }
 
 static void workspaces_observed(Agent *a) {
@@ -717,7 +701,7 @@ static void workspaces_layout_changed(Agent *a) {
         for (size_t i = 0; i < record->n_workspaces; i++) {
             const WorkspaceRecord *w = record->workspaces[i];
             if (w->active && supervisor_get_status(a->supervisor, w->id, &st) >= 0)
-                (void) workspace_supervise(a, w, w->quota, true);
+                (void) workspace_supervise(a, w, true);
         }
     }
     (void) workspaces_start(a);

@@ -437,10 +437,11 @@ int agent_workspace_spawn(Agent *a, const WorkspaceRecord *w);
  * upgrade, or a layout before a reload, may have decided otherwise than
  * the layout does now); else what its next start gets. */
 bool agent_workspace_has_store(Agent *a, const WorkspaceRecord *w);
-/* Hands the supervisor W's daemon spec again, as if its quota were QUOTA
- * (whether its next start gets a package store depends on it); 0 when W
- * is not supervised. */
-int agent_workspace_respec(Agent *a, const WorkspaceRecord *w, uint64_t quota);
+/* Hands the supervisor W's daemon spec again, from the layout and the
+ * record as they are now (whether its next start gets a package store
+ * depends on its quota, and on one being set); 0 when W is not
+ * supervised. */
+int agent_workspace_respec(Agent *a, const WorkspaceRecord *w);
 /* Why the workspace's daemon may not start now (its state volume or a
  * content shard out of service), worded into buf; NULL when it may. */
 const char *agent_workspace_blocker(Agent *a, const char *id, char *buf, size_t size);

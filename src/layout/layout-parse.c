@@ -551,6 +551,14 @@ static void parse_environment(Parser *p, const LayoutNode *n, WorkspaceConfig *w
             lp_err(p, kn, "environment: invalid variable name '%s': expected [A-Za-z_][A-Za-z0-9_]*", key);
             continue;
         }
+        /* The agent's own (LAYOUTD_WORKSPACE, LAYOUTD_STORE_DIR, ...):
+         * one set here would be overridden, or worse, hand a daemon a
+         * package store its quota forbids. */
+        if (strncmp(key, "LAYOUTD_", 8) == 0) {
+            lp_err(p, kn, "environment: '%s' is set by layoutd itself (names starting with LAYOUTD_ are reserved)",
+                   key);
+            continue;
+        }
         _cleanup_free_ char *val = NULL, *kv = NULL;
         if (!lp_get_string(p, vn, key, &val))
             continue;
@@ -712,19 +720,8 @@ static void parse_workspace(Parser *p, const LayoutNode *n, Layout *l) {
     int64_t adj;
     if ((v = lp_map_get(n, "oom_score_adjust", NULL)) && lp_get_int(p, v, "oom_score_adjust", -1000, 1000, &adj))
         w->oom_score_adjust = (int) adj;
-    const char *s;
-    if ((v = lp_map_get(n, "package_store", NULL)) && (s = lp_get_scalar(p, v, "package_store", "auto, true or false"))) {
-        if (streq(s, "auto"))
-            w->package_store_auto = true;
-        else if (STR_IN_SET(s, "true", "True", "TRUE", "false", "False", "FALSE")) {
-            (void) lp_get_bool(p, v, "package_store", &w->package_store);
-            w->package_store_auto = false;
-        } else
-            lp_err(p, v, "package_store: expected auto, true or false, got '%s'%s", s,
-                   STR_IN_SET(s, "yes", "no", "on", "off", "y", "n", "Yes", "No", "On", "Off", "1", "0")
-                       ? " (YAML 1.1 and 1.2 read it differently; write true or false)"
-                       : "");
-    }
+    if ((v = lp_map_get(n, "package_store", NULL)))
+        (void) lp_get_bool_or(p, v, "package_store", "auto", &w->package_store, &w->package_store_auto);
     if ((v = lp_map_get(n, "resources", NULL)))
         parse_resources(p, v, &w->resources);
 }

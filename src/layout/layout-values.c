@@ -227,24 +227,41 @@ bool lp_get_string(Parser *p, const LayoutNode *n, const char *key, char **out) 
     return true;
 }
 
-bool lp_get_bool(Parser *p, const LayoutNode *n, const char *key, bool *out) {
-    const char *s = lp_get_scalar(p, n, key, "true or false");
+/* true or false, or WORD (may be NULL) as a third value. YAML 1.1's
+ * other booleans (yes, on, ...) are refused with a hint: libyaml reads
+ * them as strings, and an operator who wrote one meant something. */
+static bool get_bool(Parser *p, const LayoutNode *n, const char *key, const char *word, bool *out, bool *ret_word) {
+    _cleanup_free_ char *expected = NULL;
+    if (word && asprintf(&expected, "%s, true or false", word) < 0) {
+        lp_oom(p);
+        return false;
+    }
+    const char *s = lp_get_scalar(p, n, key, expected ?: "true or false");
     if (!s)
         return false;
-    if (STR_IN_SET(s, "true", "True", "TRUE")) {
-        *out = true;
+    if (word && streq(s, word)) {
+        *ret_word = true;
         return true;
     }
-    if (STR_IN_SET(s, "false", "False", "FALSE")) {
-        *out = false;
+    if (STR_IN_SET(s, "true", "True", "TRUE", "false", "False", "FALSE")) {
+        *out = STR_IN_SET(s, "true", "True", "TRUE");
+        if (ret_word)
+            *ret_word = false;
         return true;
     }
-    if (STR_IN_SET(s, "yes", "no", "on", "off", "y", "n", "Yes", "No", "On", "Off", "1", "0"))
-        lp_err(p, n, "%s: expected true or false, got '%s' (YAML 1.1 and 1.2 read it differently; "
-            "write true or false)", key, s);
-    else
-        lp_err(p, n, "%s: expected true or false, got '%s'", key, s);
+    lp_err(p, n, "%s: expected %s, got '%s'%s", key, expected ?: "true or false", s,
+           STR_IN_SET(s, "yes", "no", "on", "off", "y", "n", "Yes", "No", "On", "Off", "1", "0")
+               ? " (YAML 1.1 and 1.2 read it differently; write true or false)"
+               : "");
     return false;
+}
+
+bool lp_get_bool(Parser *p, const LayoutNode *n, const char *key, bool *out) {
+    return get_bool(p, n, key, NULL, out, NULL);
+}
+
+bool lp_get_bool_or(Parser *p, const LayoutNode *n, const char *key, const char *word, bool *out, bool *ret_word) {
+    return get_bool(p, n, key, word, out, ret_word);
 }
 
 bool lp_get_uint(Parser *p, const LayoutNode *n, const char *key, uint64_t min, uint64_t max, uint64_t *out) {

@@ -128,6 +128,8 @@ int workspace_record_copy(const WorkspaceRecord *w, WorkspaceRecord **ret) {
         return -ENOMEM;
     *c = (WorkspaceRecord) {
         .quota = w->quota,
+        .quota_changing = w->quota_changing,
+        .quota_pending = w->quota_pending,
         .project_id = w->project_id,
         .active = w->active,
         .creating = w->creating,
@@ -324,6 +326,7 @@ static int workspace_to_json(const WorkspaceRecord *w, json_object **ret) {
         return -ENOMEM;
     if (add_str(o, "id", w->id) < 0 || add_str(o, "tenant", w->tenant) < 0 ||
         add(o, "quota", json_object_new_uint64(w->quota)) < 0 ||
+        (w->quota_changing && add(o, "quota_pending", json_object_new_uint64(w->quota_pending)) < 0) ||
         (w->project_id && add(o, "project_id", json_object_new_uint64(w->project_id)) < 0) ||
         add(o, "labels", TAKE_PTR(labels)) < 0 || add_str(o, "volume", w->volume) < 0 ||
         add_str(o, "state_dir", w->state_dir) < 0 || add_str(o, "mountpoint", w->mountpoint) < 0 ||
@@ -505,11 +508,15 @@ static int workspace_from_json(json_object *o, WorkspaceRecord **ret) {
         (r = get_str(o, "mountpoint", false, &w->mountpoint)) < 0 ||
         (r = get_bool(o, "active", &w->active)) < 0 || (r = get_bool(o, "creating", &w->creating)) < 0 ||
         (r = get_u64(o, "created_at", false, &w->created_at)) < 0 ||
-        (r = get_u64(o, "project_id", false, &project)) < 0)
+        (r = get_u64(o, "project_id", false, &project)) < 0 ||
+        (r = get_u64(o, "quota_pending", false, &w->quota_pending)) < 0)
         return r;
     if (project > UINT32_MAX)
         return -EBADMSG;
     w->project_id = (uint32_t) project;
+    /* Present (0 too: a quota being removed) only while a change runs. */
+    json_object *pending;
+    w->quota_changing = json_object_object_get_ex(o, "quota_pending", &pending) && pending;
 
     json_object *labels;
     if (json_object_object_get_ex(o, "labels", &labels) && labels) {

@@ -60,6 +60,10 @@ typedef struct WorkspaceRecord {
     char *id;
     char *tenant;          /* NULL: none */
     uint64_t quota;        /* bytes, 0: none */
+    bool quota_changing;   /* a quota change is under way: its intent is on
+                              disk before the kernel's limit changes, so a
+                              restarted agent completes it */
+    uint64_t quota_pending;/* what it changes to, while quota_changing */
     uint32_t project_id;   /* the project quota id of its state directory
                               (unique in the record), 0: none given */
     char **labels;         /* "key=value" strv, may be NULL */
@@ -73,6 +77,13 @@ typedef struct WorkspaceRecord {
     usec_t created_at;     /* CLOCK_REALTIME */
     DaemonRecord daemon;
 } WorkspaceRecord;
+
+/* The larger of the workspace's quota and one being set: what decides
+ * anything a quota forbids (a package store) while a change may be
+ * half-done. */
+static inline uint64_t workspace_record_quota_bound(const WorkspaceRecord *w) {
+    return w->quota_changing && w->quota_pending > w->quota ? w->quota_pending : w->quota;
+}
 
 typedef struct StateRecord {
     unsigned version;      /* STATE_RECORD_VERSION */

@@ -43,6 +43,30 @@ int proc_start_time(pid_t pid, uint64_t *ret) {
     return proc_parse_start_time(text, ret);
 }
 
+int proc_environ(pid_t pid, char ***ret) {
+    char path[64];
+    snprintf(path, sizeof path, "/proc/%d/environ", (int) pid);
+    _cleanup_free_ char *text = NULL;
+    size_t n = 0;
+    int r = read_full_file(path, &text, &n);
+    if (r == -ENOENT || r == -ESRCH)
+        return -ESRCH;
+    if (r < 0)
+        return r;
+    if (n == 0)
+        return -ESRCH;
+    _cleanup_strv_free_ char **env = calloc(1, sizeof(char *));
+    if (!env)
+        return -ENOMEM;
+    /* NUL-separated; read_full_file ends the text with one more NUL, so
+     * a last entry cut short still ends. */
+    for (size_t i = 0; i < n; i += strlen(text + i) + 1)
+        if (text[i] && strv_extend(&env, text + i) < 0)
+            return -ENOMEM;
+    *ret = TAKE_PTR(env);
+    return 0;
+}
+
 bool proc_is_dead(pid_t pid) {
     char path[64];
     snprintf(path, sizeof path, "/proc/%d/stat", (int) pid);

@@ -31,6 +31,13 @@ bool proc_is_dead(pid_t pid);
  * Returns: <0 on error, 0. */
 int proc_boot_id(char ret[static 33], uint64_t *ret_legacy_hash);
 
+/* The environment pid was started with (/proc/<pid>/environ: what execve
+ * got, not later setenv()s) as a NULL-terminated strv. Reading it takes
+ * the process's mmap lock, so callers do it once per process, not per
+ * question. Returns: -ESRCH (gone; a zombie shows an empty one), -errno,
+ * 0. */
+int proc_environ(pid_t pid, char ***ret);
+
 /* pidfd_open(2), O_CLOEXEC implied. Returns: -errno or the fd. */
 int proc_pidfd_open(pid_t pid);
 

@@ -64,6 +64,11 @@ typedef struct Workspace {
     int pidfd;
     sd_event_source *pid_source;
     bool adopted;
+    /* The environment the running daemon was started with: env as it was
+     * at the spawn (a later supervisor_update changes env, not the
+     * daemon). NULL until known: a re-adopted daemon's is read from /proc
+     * when first asked for. */
+    char **running_env;
 
     sd_event_source *timer;        /* ready / stop / backoff, by state */
     sd_event_source *hang_timer;
@@ -264,6 +269,7 @@ static void release_process(Workspace *w) {
     w->pid_source = sd_event_source_disable_unref(w->pid_source);
     w->pidfd = safe_close(w->pidfd);
     w->pid = 0;
+    w->running_env = strv_free(w->running_env);
 }
 
 static int pid_handler(sd_event_source *src, int fd, uint32_t revents, void *userdata) {
@@ -468,6 +474,9 @@ static int action_spawn(Workspace *w) {
     w->rec.boot_id_hash = s->boot_id_hash;
     w->rec.mount_dev = 0;
     w->adopted = false;
+    /* Unknown if the copy fails: then it is read from /proc when asked. */
+    w->running_env = strv_free(w->running_env);
+    (void) strv_copy((const char *const *) w->env, &w->running_env);
     w->exited = false;
     w->spawned_at = t0;
     w->running_since = 0;
@@ -609,6 +618,7 @@ static Workspace *workspace_free(Workspace *w) {
     free(w->id);
     strv_free(w->argv);
     strv_free(w->env);
+    strv_free(w->running_env);
     free(w->mountpoint);
     free(w->fifo_path);
     spawn_credentials_done(&w->creds);
@@ -1050,6 +1060,28 @@ static void fill_status(Workspace *w, WorkspaceStatus *ret) {
     for (unsigned i = 0; i < k; i++)
         ret->delays[i] = w->delays[(w->n_delays - k + i) % SUPERVISOR_DELAY_HISTORY];
     ret->n_delays = k;
+}
+
+int supervisor_daemon_getenv(Supervisor *s, const char *id, const char *key, char **ret) {
+    Workspace *w = find_ws(s, id);
+    if (!w || !key || !ret)
+        return -ENOENT;
+    if (w->pid <= 0)
+        return -ESRCH;
+    if (!w->running_env) {
+        int r = proc_environ(w->pid, &w->running_env);
+        if (r < 0)
+            return r;
+    }
+    size_t k = strlen(key);
+    for (char **e = w->running_env; *e; e++)
+        if (strncmp(*e, key, k) == 0 && (*e)[k] == '=') {
+            if (!(*ret = strdup(*e + k + 1)))
+                return -ENOMEM;
+            return 1;
+        }
+    *ret = NULL;
+    return 0;
 }
 
 int supervisor_get_status(Supervisor *s, const char *id, WorkspaceStatus *ret) {

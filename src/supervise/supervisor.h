@@ -171,6 +171,15 @@ int supervisor_stop_all(Supervisor *s, usec_t total_timeout, SupervisorDoneCallb
  */
 int supervisor_sweep_stale(Supervisor *s, const char *mount_root);
 
+/* The value of key in the environment the workspace's running daemon was
+ * started with (what it got then, whatever updates came since): the
+ * supervisor's own copy for a daemon it started; a re-adopted daemon's is
+ * read from /proc/<pid>/environ once, on the first call, and kept.
+ * Returns: -ENOENT (no such workspace), -ESRCH (no daemon runs, or it is
+ * gone), -errno, 0 (key not set; *ret NULL), 1 (*ret: a copy of the
+ * value, the caller frees it). */
+int supervisor_daemon_getenv(Supervisor *s, const char *id, const char *key, char **ret);
+
 /* Status of one workspace. Returns: -ENOENT, 0 with *ret. */
 int supervisor_get_status(Supervisor *s, const char *id, WorkspaceStatus *ret);
 

@@ -612,6 +612,8 @@ static void test_rules(void **state) {
     CHECK_STRING(WS "  user: \"a b\"\n", { 4, 9, "user: invalid name 'a b'" });
     CHECK_STRING(WS "  group: \"x:y\"\n", { 4, 10, "group: invalid name" });
     CHECK_STRING(WS "  environment: {1X: a}\n", { 4, 17, "invalid variable name '1X'" });
+    CHECK_STRING(WS "  environment: {A: b, LAYOUTD_STORE_DIR: /x}\n",
+                 { 4, 23, "'LAYOUTD_STORE_DIR' is set by layoutd itself" });
     CHECK_STRING(WS "  environment: {X: [a]}\n", { 4, 20, "X: expected a string, got a list" });
     CHECK_STRING(WS "  dir_mode: \"0789\"\n", { 4, 13, "expected an octal mode" });
     CHECK_STRING(WS "  dir_mode: \"17777\"\n", { 4, 13, "expected an octal mode" });

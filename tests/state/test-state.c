@@ -70,6 +70,8 @@ static void fill(StateRecord *s) {
     w.active = false;
     w.tenant = NULL;
     w.labels = NULL;
+    w.quota_changing = true; /* a removal of its quota under way */
+    w.quota_pending = 0;
     assert_int_equal(state_record_add_workspace(s, &w, NULL), 0);
 }
 
@@ -104,6 +106,21 @@ static void test_round_trip(void **unused) {
     assert_int_equal(minor(w->daemon.mount_dev), 57);
     assert_int_equal(strv_length((const char *const *) w->labels), 2);
     assert_string_equal(w->labels[1], "x=y");
+    assert_false(w->quota_changing);
+    /* Written only while a change runs: once, for ws-2. */
+    const char *pending = strstr(a, "\"quota_pending\"");
+    assert_non_null(pending);
+    assert_null(strstr(pending + 1, "\"quota_pending\""));
+    WorkspaceRecord *w2 = state_record_find_workspace(t, "ws-2");
+    assert_non_null(w2);
+    assert_true(w2->quota_changing); /* a pending 0 is a pending change */
+    assert_int_equal(w2->quota_pending, 0);
+    assert_true(workspace_record_quota_bound(w2) == 1 * GIB); /* the larger, until it is done */
+    w2->quota = 0;
+    w2->quota_pending = 2 * GIB;
+    assert_true(workspace_record_quota_bound(w2) == 2 * GIB);
+    w2->quota_changing = false;
+    assert_true(workspace_record_quota_bound(w2) == 0);
     assert_null(state_record_find_workspace(t, "nope"));
     assert_int_equal(state_record_count_workspaces(t, "state-0"), 1); /* ws-2 is inactive */
 }

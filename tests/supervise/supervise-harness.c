@@ -82,6 +82,12 @@ static void flush_now(Harness *h) {
         snprintf(dev, sizeof dev, "%u:%u", major(st.mount_dev), minor(st.mount_dev));
         json_object_object_add(o, "mount_dev", json_object_new_string(dev));
         json_object_object_add(o, "hangs", json_object_new_int((int) st.hangs));
+        /* What the running daemon was started with: the supervisor's copy,
+         * or /proc for a re-adopted one (test-readopt.sh compares them). */
+        _cleanup_free_ char *env_ws = NULL;
+        r = supervisor_daemon_getenv(h->sup, st.id, "LAYOUTD_WORKSPACE", &env_ws);
+        json_object_object_add(o, "env_workspace", r > 0 ? json_object_new_string(env_ws) : NULL);
+        json_object_object_add(o, "env_error", r < 0 ? json_object_new_int(r) : NULL);
         json_object_object_add(wss, st.id, o);
     }
     const char *text = json_object_to_json_string_ext(root, JSON_C_TO_STRING_PRETTY);

@@ -8,6 +8,8 @@ gen_config $N
 start_harness
 wait_for 20 all_running || fail "not all running"
 for i in $(seq 1 $N); do echo "v$i" >"$WORK/mnt/ws$i/f"; done
+# The environment each daemon was started with, from the supervisor's copy.
+for i in $(seq 1 $N); do assert_eq "ws$i" "$(st ws$i env_workspace)" "ws$i started with its environment"; done
 before=$(jq -c '[.workspaces | to_entries[] | {(.key): .value.pid}] | add' "$STATUS")
 
 # A reader over all mounts, counting failures, until told to stop.
@@ -38,6 +40,8 @@ for i in $(seq 1 $N); do
     assert_eq true "$(st ws$i adopted)" "ws$i adopted"
     assert_eq 0 "$(st ws$i restarts)" "ws$i restarts"
     assert_eq 1 "$(fuse_mounts_at "$WORK/mnt/ws$i")" "ws$i mounts"
+    # Re-adopted: read from the daemon's /proc/<pid>/environ.
+    assert_eq "ws$i" "$(st ws$i env_workspace)" "ws$i's environment after re-adoption"
 done
 grep -c "re-adopted daemon pid" "$HLOG" | grep -qx $N || fail "re-adoption not logged $N times"
 # A re-adopted daemon is still supervised: kill it, it comes back.
@@ -46,6 +50,7 @@ kill -KILL "$victim"
 wait_for 10 sh -c "[ \"\$(jq -r '.workspaces.ws2.pid' '$STATUS')\" != '$victim' ] && [ \"\$(jq -r '.workspaces.ws2.state' '$STATUS')\" = running ]" ||
     fail "killed adopted daemon not restarted"
 assert_eq 1 "$(st ws2 restarts)" "ws2 restarts"
+assert_eq ws2 "$(st ws2 env_workspace)" "ws2's environment after its restart"
 assert_eq -1 "$(st ws2 exit_status)" "adopted daemon's status is unknown"
 # And a clean stop after re-adoption leaves nothing.
 kill -TERM "$HPID"

@@ -125,6 +125,33 @@ lc restart wq || fail "restart wq"
 [ "$(store_of wq)" = null ] || fail "wq restarted with a quota and a store"
 [ -e "$root/mnt/wq/.layoutd-store" ] && fail "wq's mount shows a store with a quota"
 step "a removed quota gives the store at the next start; a first quota is then refused"
+step "an agent killed in the middle of a quota change completes it at its next start"
+# The change is written ahead: the record says which limit is being set
+# before the kernel is asked. Killing the agent between the two is what
+# the record then looks like: wq at 256M, a change to 48M pending (below
+# what wq uses, so the kernel's limit shows at the next write).
+kill -KILL "$(cat agent.pid)"
+wait "$(cat agent.pid)" 2>/dev/null || true
+rec=$root/layoutd-state.json
+jq --argjson p $((48 << 20)) '(.workspaces[] | select(.id == "wq")) += {quota_pending: $p}' "$rec" >rec.new ||
+    fail "cannot edit the record"
+mv rec.new "$rec"
+layoutd --layout /tmp/quota.yaml >>agent.log 2>&1 &
+echo $! >agent.pid
+wait_for 120 "the agent ready again" ready
+done_48() { get /v1/workspaces/wq | jq -e ".quota_bytes == $((48 << 20)) and .quota.pending_bytes == null"; }
+wait_for 60 "the interrupted change to 48M completed" done_48 || fail "wq: $(get /v1/workspaces/wq | jq -c .quota)"
+grep -q "completing the change of its quota" agent.log || fail "the completion is not logged"
+jq -e '.workspaces[] | select(.id == "wq") | has("quota_pending") | not' "$rec" >/dev/null ||
+    fail "the record still says a change is pending"
+# The kernel holds the new limit: wq uses more than 48M, so a write fails.
+if dd if=/dev/zero of="$root/mnt/wq/over" bs=1M count=4 conv=fsync 2>dd3.err; then
+    fail "wq wrote past the 48M limit the completed change set"
+fi
+grep -q "No space left on device" dd3.err || fail "the write past the limit failed otherwise: $(cat dd3.err)"
+rm -f "$root/mnt/wq/over"
+[ "$(store_of wq)" = null ] || fail "wq's daemon has a store with a quota"
+
 lc quota wq 0 --wait 60 || fail "removing wq's quota again"
 lc restart wq || fail "restart wq again"
 [ "$(store_of wq)" = "$root/mnt/wq/.layoutd-store" ] || fail "wq got no store at its start without a quota"
