@@ -36,8 +36,12 @@ typedef struct QuotaEntry {
 struct AgentQuota {
     QuotaEntry *entries;
     size_t n;
-    char **changing;             /* ids of the workspaces whose quota this
-                                    agent is changing now */
+    struct QuotaChange **changes; /* the changes this agent runs now, one
+                                     per workspace at most */
+    size_t n_changes;
+    char **stalled;              /* ids whose recorded change failed to
+                                    complete since the last start */
+    bool started;
 };
 
 static QuotaEntry *entry_find(Agent *a, const char *id) {
@@ -178,23 +182,20 @@ int agent_quota_problems(Agent *a, const WorkspaceRecord *w, uint64_t *ret_used,
  * no package store at a daemon start in between, whoever respecs it), and
  * a second change of the same workspace is refused. An agent that dies in
  * between finds the intent at its next start and sets the limit again
- * (setting one is idempotent), so the kernel and the record never stay
- * apart. */
+ * (setting one is idempotent). Such a completion that fails keeps the
+ * intent (the kernel may hold either limit, so the larger one goes on
+ * deciding) until it succeeds at a later start or reload, or an operator's
+ * change replaces it. */
 
 typedef struct QuotaChange {
     Agent *agent;
     char *id;
-    usec_t created_at;           /* of the workspace: an id removed and
-                                    made again is another workspace */
     uint64_t bytes, before;
-    ApiOperation *op;            /* NULL: an interrupted change completed */
+    bool was_changing;           /* the intent it replaced (a completion */
+    uint64_t was_pending;        /* that failed), put back if it fails */
+    ApiOperation *op;            /* NULL: completing an interrupted change */
+    bool orphaned;               /* its workspace was removed meanwhile */
 } QuotaChange;
-
-/* The workspace the change is for, or NULL when it was removed since. */
-static WorkspaceRecord *change_workspace(Agent *a, const QuotaChange *c) {
-    WorkspaceRecord *w = state_record_find_workspace(agent_record(a), c->id);
-    return w && w->created_at == c->created_at ? w : NULL;
-}
 
 static void quota_change_free(QuotaChange *c) {
     if (!c)
@@ -203,44 +204,90 @@ static void quota_change_free(QuotaChange *c) {
     api_operation_unref(c->op);
     free(c);
 }
+DEFINE_TRIVIAL_CLEANUP_FUNC(QuotaChange *, quota_change_free)
 
-/* Whether this agent runs a change of id now (a restart starts none). */
-static bool change_running(Agent *a, const char *id) {
-    return a->quota && strv_contains((const char *const *) a->quota->changing, id);
-}
-
-static void change_forget(Agent *a, const char *id) {
+static void stalled_remove(Agent *a, const char *id) {
     AgentQuota *q = a->quota;
-    size_t n = q ? strv_length((const char *const *) q->changing) : 0;
+    size_t n = q ? strv_length((const char *const *) q->stalled) : 0;
     for (size_t i = 0; i < n; i++)
-        if (streq(q->changing[i], id)) {
-            free(q->changing[i]);
-            q->changing[i] = q->changing[n - 1];
-            q->changing[n - 1] = NULL;
+        if (streq(q->stalled[i], id)) {
+            free(q->stalled[i]);
+            q->stalled[i] = q->stalled[n - 1];
+            q->stalled[n - 1] = NULL;
             return;
         }
 }
 
+/* The change of id this agent runs now, or NULL. */
+static QuotaChange *change_find(Agent *a, const char *id) {
+    AgentQuota *q = a->quota;
+    for (size_t i = 0; q && i < q->n_changes; i++)
+        if (streq(q->changes[i]->id, id))
+            return q->changes[i];
+    return NULL;
+}
+
+/* c no longer runs (it is ended, or its workspace removed). */
+static void change_forget(Agent *a, QuotaChange *c) {
+    AgentQuota *q = a->quota;
+    for (size_t i = 0; q && i < q->n_changes; i++)
+        if (q->changes[i] == c) {
+            q->changes[i] = q->changes[--q->n_changes];
+            return;
+        }
+}
+
+/* The workspace the change is for, or NULL when it was removed since. */
+static WorkspaceRecord *change_workspace(Agent *a, const QuotaChange *c) {
+    return c->orphaned ? NULL : state_record_find_workspace(agent_record(a), c->id);
+}
+
 /* The change is over: the record says the quota that holds (c->bytes when
- * SET, else the one before), durably soon, and the daemon's next start
- * follows it (a removed quota gives it its store again). */
+ * SET, else the one before, and the intent it replaced, if any), durably
+ * soon, and the daemon's next start follows it (a removed quota gives it
+ * its store again). */
 static void change_end(Agent *a, QuotaChange *c, bool set) {
     WorkspaceRecord *w = change_workspace(a, c);
-    change_forget(a, c->id);
+    change_forget(a, c);
     if (!w)
         return;
     if (set)
         w->quota = c->bytes;
-    w->quota_changing = false;
-    w->quota_pending = 0;
+    w->quota_changing = !set && c->was_changing;
+    w->quota_pending = w->quota_changing ? c->was_pending : 0;
     agent_persist(a);
     (void) agent_workspace_respec(a, w);
 }
 
-static void change_fail(QuotaChange *c, ApiError *err) {
-    log_warning("workspace %s: %s", c->id, err->message);
+/* The change failed: an operator's leaves the quota as it was (the kernel
+ * refused the new limit, or was never asked); a completion keeps its
+ * intent, since the dead agent may have set the limit already, and is
+ * tried again at the next start or reload. Answers err and frees c. */
+static void change_failed(Agent *a, QuotaChange *c, ApiError *err) {
+    if (c->op)
+        change_end(a, c, false);
+    else {
+        change_forget(a, c);
+        AgentQuota *q = a->quota;
+        if (q && !strv_contains((const char *const *) q->stalled, c->id))
+            (void) strv_extend(&q->stalled, c->id);
+    }
+    log_warning("workspace %s: %s%s", c->id, err->message,
+                c->op ? "" : "; the change to it stays recorded and is tried again at the next start or reload "
+                             "(`layoutctl quota` replaces it)");
     if (c->op)
         api_operation_fail(c->op, err);
+    quota_change_free(c);
+}
+
+/* Its workspace was removed while it ran: the record is not touched
+ * (quota_workspace_removed dropped the intent). Frees c. */
+static void change_removed(Agent *a, QuotaChange *c) {
+    ApiError err = {};
+    change_forget(a, c);
+    api_error_set(&err, -ENOENT, 409, "removed", "workspace '%s' was removed while its quota changed", c->id);
+    if (c->op)
+        api_operation_fail(c->op, &err);
     quota_change_free(c);
 }
 
@@ -248,6 +295,10 @@ static void on_quota_set(Agent *a, int error, const char *message, ApplyResult *
                          void *userdata) {
     QuotaChange *c = userdata;
     ApiError err = {};
+    if (!change_workspace(a, c)) {
+        change_removed(a, c);
+        return;
+    }
     if (error < 0) {
         if (error == -EOPNOTSUPP)
             api_error_set(&err, error, 501, "not_supported", "the quota of workspace '%s' cannot be enforced: %s", c->id,
@@ -255,20 +306,13 @@ static void on_quota_set(Agent *a, int error, const char *message, ApplyResult *
         else
             api_error_set(&err, error, 500, "internal", "setting the quota of workspace '%s' failed: %s", c->id,
                           message ?: strerror(-error));
-        change_end(a, c, false);
-        change_fail(c, &err);
-        return;
-    }
-    WorkspaceRecord *w = change_workspace(a, c);
-    if (!w) {
-        change_forget(a, c->id);
-        api_error_set(&err, -ENOENT, 409, "removed", "workspace '%s' was removed while its quota changed", c->id);
-        change_fail(c, &err);
+        change_failed(a, c, &err);
         return;
     }
     change_end(a, c, true);
+    WorkspaceRecord *w = change_workspace(a, c);
     log_info("workspace %s: quota %" PRIu64 " -> %" PRIu64 " bytes%s", c->id, c->before, c->bytes,
-             c->op ? "" : " (a change the agent was interrupted in)");
+             c->op ? "" : " (completing a change an earlier agent began)");
     json_object *f = json_object_new_object();
     json_object_object_add(f, "workspace", json_object_new_string(c->id));
     json_object_object_add(f, "limit_bytes", json_object_new_uint64(c->bytes));
@@ -277,7 +321,7 @@ static void on_quota_set(Agent *a, int error, const char *message, ApplyResult *
     QuotaEntry *e = entry_find(a, c->id);
     if (e)
         e->usage.limit_bytes = c->bytes;
-    if (c->op)
+    if (c->op && w)
         agent_operation_succeed_saved(a, c->op, 200, agent_workspace_json(a, w));
     quota_change_free(c);
 }
@@ -301,16 +345,19 @@ static void on_intent_saved(int error, void *userdata) {
     Agent *a = c->agent;
     ApiError err = {};
     if (error == -ECANCELED) { /* the agent is going away: the next one completes it */
+        change_forget(a, c);
         quota_change_free(c);
         return;
     }
     WorkspaceRecord *w = change_workspace(a, c);
+    if (!w) {
+        change_removed(a, c);
+        return;
+    }
     if (error < 0)
         api_error_set(&err, error, 500, "record_unsaved",
                       "the quota change of workspace '%s' could not be saved: %s; the quota stays %" PRIu64 " bytes",
                       c->id, strerror(-error), c->before);
-    else if (!w)
-        api_error_set(&err, -ENOENT, 409, "removed", "workspace '%s' was removed while its quota changed", c->id);
     else {
         int r = quota_submit(a, w, c);
         if (r >= 0)
@@ -318,42 +365,51 @@ static void on_intent_saved(int error, void *userdata) {
         api_error_set(&err, r, 500, "internal", "cannot queue the quota change of workspace '%s': %s", c->id,
                       strerror(-r));
     }
-    change_end(a, c, false);
-    change_fail(c, &err);
+    change_failed(a, c, &err);
 }
 
-/* Starts W's change to BYTES: its intent recorded (and the daemon's spec
- * made by it), then the job once that is durable. Returns 1 (op is ended
- * later), <0 (nothing changed). */
+/* Starts W's change to BYTES (op NULL: completing a recorded one): its
+ * intent recorded and the daemon's spec made by it, then the job once
+ * that is durable. Returns 1 (op is ended later), <0 (nothing changed). */
 static int change_begin(Agent *a, WorkspaceRecord *w, uint64_t bytes, ApiOperation *op) {
     AgentQuota *q = module_get(a);
-    QuotaChange *c = calloc(1, sizeof(*c));
-    if (!q || !c || !(c->id = strdup(w->id)) || strv_extend(&q->changing, w->id) < 0) {
-        quota_change_free(c);
+    _cleanup_(quota_change_freep) QuotaChange *c = calloc(1, sizeof(*c));
+    if (!q || !c || !(c->id = strdup(w->id)))
         return -ENOMEM;
-    }
+    QuotaChange **t = realloc(q->changes, sizeof(*t) * (q->n_changes + 1));
+    if (!t)
+        return -ENOMEM;
+    q->changes = t;
     c->agent = a;
-    c->created_at = w->created_at;
     c->bytes = bytes;
     c->before = w->quota;
     c->op = api_operation_ref(op);
+    /* From now on a start of its daemon (a crash, a restart) gets no
+     * store if the new quota forbids one; if the supervisor cannot take
+     * that spec, the daemon would keep its store: nothing changes. */
+    c->was_changing = w->quota_changing;
+    c->was_pending = w->quota_pending;
+    w->quota_changing = true;
+    w->quota_pending = bytes;
+    int r = agent_workspace_respec(a, w);
+    if (r < 0) {
+        w->quota_changing = c->was_changing;
+        w->quota_pending = c->was_pending;
+        return r;
+    }
+    agent_persist(a);
     if (op) {
         _cleanup_free_ char *res = NULL;
         if (asprintf(&res, "/v1/workspaces/%s", w->id) >= 0)
             (void) api_operation_set_resource(op, res);
     }
-    w->quota_changing = true;
-    w->quota_pending = bytes;
-    /* From now on a start of its daemon (a crash, a restart) gets no
-     * store if the new quota forbids one. */
-    (void) agent_workspace_respec(a, w);
-    agent_persist(a);
-    int r = agent_when_saved(a, on_intent_saved, c, NULL);
+    q->changes[q->n_changes++] = c;
+    r = agent_when_saved(a, on_intent_saved, c, NULL);
     if (r < 0) {
         change_end(a, c, false);
-        quota_change_free(c);
         return r;
     }
+    TAKE_PTR(c);
     return 1;
 }
 
@@ -370,12 +426,15 @@ int agent_quota_set(Agent *a, const char *id, uint64_t bytes, ApiOperation *op, 
                              "workspace '%s' is on %s, which does not enforce project quotas (%s)", id,
                              w->volume ?: "?", w->project_id ? "mounted without prjquota" : "it has no project id");
     /* One change at a time: the second would race the first to the
-     * kernel, and the record could end saying what the kernel does not. */
-    if (w->quota_changing)
+     * kernel, and the record could end saying what the kernel does not.
+     * A recorded change that no job runs now (a completion that failed)
+     * is replaced. */
+    const QuotaChange *running = change_find(a, id);
+    if (running)
         return api_error_set(err, -EBUSY, 409, "quota_changing",
-                             "the quota of workspace '%s' is being changed to %" PRIu64
-                             " bytes; ask again when that change is answered",
-                             id, w->quota_pending);
+                             "the quota of workspace '%s' is being changed to %" PRIu64 " bytes%s; try again when "
+                             "that change has ended (its quota.pending_bytes is null)",
+                             id, running->bytes, running->op ? "" : " (completing a change an earlier agent began)");
     /* A workspace with a quota gets no package store (agent-workspaces.c,
      * store_dir): store files count against no workspace's quota. The
      * running daemon keeps the store it was started with, so a first
@@ -393,17 +452,20 @@ int agent_quota_set(Agent *a, const char *id, uint64_t bytes, ApiOperation *op, 
     if (r < 0)
         return api_error_set(err, r, 500, "internal", "cannot change the quota of workspace '%s': %s", id,
                              strerror(-r));
+    stalled_remove(a, id);
     return r;
 }
 
-/* Completes the changes an earlier agent recorded and did not finish
- * (idempotent: runs once the volumes are up, and after every reload). A
- * removed workspace's intent is dropped: nothing runs there to bound. */
-static int quota_start(Agent *a) {
+/* Completes the changes an earlier agent recorded and did not finish,
+ * on volumes that enforce quotas now (one that is not mounted yet is
+ * tried when it is: quota_observed), except the ones that failed since
+ * the last start or reload. A removed workspace's intent is dropped:
+ * nothing runs there to bound. */
+static void complete_interrupted(Agent *a) {
     StateRecord *record = agent_record(a);
     for (size_t i = 0; i < record->n_workspaces; i++) {
         WorkspaceRecord *w = record->workspaces[i];
-        if (!w->quota_changing || change_running(a, w->id))
+        if (!w->quota_changing || change_find(a, w->id))
             continue;
         if (!w->active) {
             w->quota_changing = false;
@@ -411,13 +473,33 @@ static int quota_start(Agent *a) {
             agent_persist(a);
             continue;
         }
-        log_notice("workspace %s: completing the change of its quota to %" PRIu64 " bytes that the agent was "
-                   "interrupted in", w->id, w->quota_pending);
+        if (!agent_quota_volume_enforces(a, w->volume) ||
+            (a->quota && strv_contains((const char *const *) a->quota->stalled, w->id)))
+            continue;
+        log_notice("workspace %s: completing the change of its quota to %" PRIu64 " bytes that an earlier agent "
+                   "began", w->id, w->quota_pending);
         int r = change_begin(a, w, w->quota_pending, NULL);
         if (r < 0)
             log_warning("workspace %s: cannot complete its quota change: %s", w->id, strerror(-r));
     }
+}
+
+/* Once the volumes are up, and after every reload: every recorded change
+ * is tried again. */
+static int quota_start(Agent *a) {
+    AgentQuota *q = module_get(a);
+    if (!q)
+        return log_oom();
+    q->stalled = strv_free(q->stalled);
+    q->started = true;
+    complete_interrupted(a);
     return 0;
+}
+
+/* A volume may have come into service (mounted with prjquota). */
+static void quota_observed(Agent *a) {
+    if (a->quota && a->quota->started && !a->stopping)
+        complete_interrupted(a);
 }
 
 /* ---- the module ----------------------------------------------------------- */
@@ -451,6 +533,22 @@ static void quota_metrics(Agent *a, MetricsWriter *w) {
 /* A removed workspace's figures go (an id created again starts afresh). */
 static void quota_workspace_removed(Agent *a, const char *id) {
     AgentQuota *q = a->quota;
+    /* A change under way ends without touching the record (an id made
+     * again is another workspace), and the intent goes with the
+     * workspace: a kept one brought back gets the quota it is created
+     * with. */
+    QuotaChange *c = change_find(a, id);
+    if (c) {
+        c->orphaned = true;
+        change_forget(a, c);
+    }
+    WorkspaceRecord *w = state_record_find_workspace(agent_record(a), id);
+    if (w && w->quota_changing) {
+        w->quota_changing = false;
+        w->quota_pending = 0;
+        agent_persist(a);
+    }
+    stalled_remove(a, id);
     QuotaEntry *e = entry_find(a, id);
     if (!e)
         return;
@@ -465,7 +563,8 @@ static void quota_free(Agent *a) {
     for (size_t i = 0; i < q->n; i++)
         free(q->entries[i].id);
     free(q->entries);
-    strv_free(q->changing);
+    free(q->changes);             /* each is its job's or waiter's */
+    strv_free(q->stalled);
     a->quota = mfree(q);
 }
 
@@ -478,6 +577,7 @@ const AgentModule agent_quota_module = {
     .name = "quota",
     .when_up = true,
     .start = quota_start,
+    .observed = quota_observed,
     .free = quota_free,
     .workspace_removed = quota_workspace_removed,
     .metrics = quota_metrics,

@@ -536,6 +536,13 @@ static bool env_name_is_valid(const char *s) {
     return true;
 }
 
+/* What the agent hands every daemon (layoutd(8), ENVIRONMENT; the
+ * supervisor's spawn_build_environment and agent-workspaces.c). */
+static const char *const agent_environment[] = {
+    "LAYOUTD_WORKSPACE", "LAYOUTD_SHARDS", "LAYOUTD_STATS_FILE", "LAYOUTD_STATE_VOLUME", "LAYOUTD_STATE_VOLUME_UUID",
+    "LAYOUTD_CONTENT_UUIDS", "LAYOUTD_STORE_DIR", NULL,
+};
+
 static void parse_environment(Parser *p, const LayoutNode *n, WorkspaceConfig *w) {
     if (!lp_map_check(p, n, NULL, NULL, "environment"))
         return;
@@ -551,11 +558,11 @@ static void parse_environment(Parser *p, const LayoutNode *n, WorkspaceConfig *w
             lp_err(p, kn, "environment: invalid variable name '%s': expected [A-Za-z_][A-Za-z0-9_]*", key);
             continue;
         }
-        /* The agent's own (LAYOUTD_WORKSPACE, LAYOUTD_STORE_DIR, ...):
-         * one set here would be overridden, or worse, hand a daemon a
-         * package store its quota forbids. */
-        if (strncmp(key, "LAYOUTD_", 8) == 0) {
-            lp_err(p, kn, "environment: '%s' is set by layoutd itself (names starting with LAYOUTD_ are reserved)",
+        /* The agent's own: one set here would be overridden, or worse,
+         * hand a daemon a package store its quota forbids. Other LAYOUTD_
+         * names (a daemon's own knobs) are the daemon's business. */
+        if (strv_contains(agent_environment, key)) {
+            lp_err(p, kn, "environment: '%s' is set by layoutd itself for every daemon (layoutd(8), ENVIRONMENT)",
                    key);
             continue;
         }

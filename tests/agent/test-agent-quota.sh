@@ -55,5 +55,37 @@ has "cannot be enforced here" <"$WORK/q.out" || fail "layoutctl quota: $(cat "$W
 out=$(api PUT /v1/workspaces/ws-1/quota '{"quota":"1G"}'); assert_eq 501 "$(st)" "PUT quota"
 out=$(api PUT /v1/workspaces/ws-1/quota '{"quota":"1G","x":1}'); assert_eq 400 "$(st)" "PUT quota with an unknown field"
 assert_eq 0 "$(jget "$(api GET /v1/workspaces/ws-1)" "d['quota_bytes']")" "quota_bytes after the refused change"
+
+# A quota change recorded by an agent that died before it ended (the
+# record's quota_pending; the VM suite kills an agent in the middle of
+# one and sees the next complete it). While it is recorded, whatever
+# either limit forbids holds: the daemon starts without a package store.
+# No volume enforces quotas here, so the change cannot complete: it stays
+# recorded and shown, and removing the workspace drops it.
+running() { [ "$(jget "$(api GET /v1/workspaces/ws-1)" "d['daemon']['state']")" = running ]; }
+[ "$(jget "$(api GET /v1/workspaces/ws-1)" "d['package_store']")" != None ] ||
+    fail "ws-1 has no package store on loop-xfs (package_store: auto)"
+stop_agent
+REC=$WORK/root/layoutd-state.json
+[ -f "$REC" ] || fail "no record at $REC"
+"$PY" -c '
+import json, sys
+p = sys.argv[1]
+d = json.load(open(p))
+for w in d["workspaces"]:
+    if w["id"] == "ws-1":
+        w["quota_pending"] = 1 << 30
+json.dump(d, open(p, "w"), indent=1)
+' "$REC" || fail "cannot edit the record"
+start_agent "$L"
+wait_for 30 running || fail "ws-1 not running after the restart: $(api GET /v1/workspaces/ws-1)"
+w=$(api GET /v1/workspaces/ws-1)
+assert_eq $((1 << 30)) "$(jget "$w" "d['quota']['pending_bytes']")" "the recorded change, shown"
+assert_eq 0 "$(jget "$w" "d['quota_bytes']")" "quota_bytes while the change is recorded"
+assert_eq None "$(jget "$w" "d['package_store']")" "a store for a daemon started while a quota is being set"
+[ ! -e "$WORK/mnt/ws-1/.layoutd-store" ] || fail "ws-1's mount shows a store while a quota is being set"
+out=$(api DELETE /v1/workspaces/ws-1); assert_eq 200 "$(st)" "removing ws-1 (data kept): $out"
+no_intent() { ! grep -q '"quota_pending"' "$REC"; }
+wait_for 10 no_intent || fail "the removed workspace's recorded change stays in the record"
 stop_agent
 log "PASS"

@@ -614,6 +614,17 @@ static void test_rules(void **state) {
     CHECK_STRING(WS "  environment: {1X: a}\n", { 4, 17, "invalid variable name '1X'" });
     CHECK_STRING(WS "  environment: {A: b, LAYOUTD_STORE_DIR: /x}\n",
                  { 4, 23, "'LAYOUTD_STORE_DIR' is set by layoutd itself" });
+    {
+        /* A daemon's own LAYOUTD_ knobs are not the agent's. */
+        Layout *el = NULL;
+        LayoutErrors errs = {};
+        const char *y = WS "  environment: {LAYOUTD_WSFS_TRACE: \"1\"}\n";
+        assert_int_equal(layout_parse_string(y, strlen(y), "inline.yaml", &el, &errs), 0);
+        assert_non_null(el);
+        assert_true(strv_contains((const char *const *) el->workspace.environment, "LAYOUTD_WSFS_TRACE=1"));
+        layout_free(el);
+        layout_errors_clear(&errs);
+    }
     CHECK_STRING(WS "  environment: {X: [a]}\n", { 4, 20, "X: expected a string, got a list" });
     CHECK_STRING(WS "  dir_mode: \"0789\"\n", { 4, 13, "expected an octal mode" });
     CHECK_STRING(WS "  dir_mode: \"17777\"\n", { 4, 13, "expected an octal mode" });
