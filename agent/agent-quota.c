@@ -206,6 +206,14 @@ static void quota_change_free(QuotaChange *c) {
 }
 DEFINE_TRIVIAL_CLEANUP_FUNC(QuotaChange *, quota_change_free)
 
+/* A recorded change of id failed to complete: not tried again until the
+ * next start or reload (quota_start). */
+static void stall(Agent *a, const char *id) {
+    AgentQuota *q = a->quota;
+    if (q && !strv_contains((const char *const *) q->stalled, id))
+        (void) strv_extend(&q->stalled, id);
+}
+
 static void stalled_remove(Agent *a, const char *id) {
     AgentQuota *q = a->quota;
     size_t n = q ? strv_length((const char *const *) q->stalled) : 0;
@@ -251,6 +259,10 @@ static void change_end(Agent *a, QuotaChange *c, bool set) {
     change_forget(a, c);
     if (!w)
         return;
+    /* The completion it replaced failed before: it waits for the next
+     * start or reload again, not for the next observation. */
+    if (!set && c->was_changing)
+        stall(a, c->id);
     if (set)
         w->quota = c->bytes;
     w->quota_changing = !set && c->was_changing;
@@ -268,9 +280,7 @@ static void change_failed(Agent *a, QuotaChange *c, ApiError *err) {
         change_end(a, c, false);
     else {
         change_forget(a, c);
-        AgentQuota *q = a->quota;
-        if (q && !strv_contains((const char *const *) q->stalled, c->id))
-            (void) strv_extend(&q->stalled, c->id);
+        stall(a, c->id);
     }
     log_warning("workspace %s: %s%s", c->id, err->message,
                 c->op ? "" : "; the change to it stays recorded and is tried again at the next start or reload "
@@ -479,8 +489,11 @@ static void complete_interrupted(Agent *a) {
         log_notice("workspace %s: completing the change of its quota to %" PRIu64 " bytes that an earlier agent "
                    "began", w->id, w->quota_pending);
         int r = change_begin(a, w, w->quota_pending, NULL);
-        if (r < 0)
-            log_warning("workspace %s: cannot complete its quota change: %s", w->id, strerror(-r));
+        if (r < 0) {
+            log_warning("workspace %s: cannot complete its quota change: %s; it stays recorded and is tried "
+                        "again at the next start or reload", w->id, strerror(-r));
+            stall(a, w->id);
+        }
     }
 }
 

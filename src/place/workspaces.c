@@ -491,6 +491,10 @@ int place_workspace_intent(PlaceContext *c, const PlaceCreateRequest *req, const
             kept->state_dir = TAKE_PTR(state_dir);
         }
         kept->quota = req->quota;
+        /* A change an agent died in belongs to the workspace as it was:
+         * brought back, it gets the quota it is created with. */
+        kept->quota_changing = false;
+        kept->quota_pending = 0;
         if (kept->project_id == 0)
             kept->project_id = next_project_id(c->record);
         kept->creating = true;

@@ -57,14 +57,15 @@ out=$(api PUT /v1/workspaces/ws-1/quota '{"quota":"1G","x":1}'); assert_eq 400 "
 assert_eq 0 "$(jget "$(api GET /v1/workspaces/ws-1)" "d['quota_bytes']")" "quota_bytes after the refused change"
 
 # A quota change recorded by an agent that died before it ended (the
-# record's quota_pending; the VM suite kills an agent in the middle of
-# one and sees the next complete it). While it is recorded, whatever
+# record's quota_pending, edited in here; the VM suite kills an agent,
+# edits the record the same way, and sees the next agent complete it). While it is recorded, whatever
 # either limit forbids holds: the daemon starts without a package store.
 # No volume enforces quotas here, so the change cannot complete: it stays
 # recorded and shown, and removing the workspace drops it.
 running() { [ "$(jget "$(api GET /v1/workspaces/ws-1)" "d['daemon']['state']")" = running ]; }
 [ "$(jget "$(api GET /v1/workspaces/ws-1)" "d['package_store']")" != None ] ||
     fail "ws-1 has no package store on loop-xfs (package_store: auto)"
+[ -d "$WORK/mnt/ws-1/.layoutd-store" ] || fail "ws-1's mount shows no package store before the change"
 stop_agent
 REC=$WORK/root/layoutd-state.json
 [ -f "$REC" ] || fail "no record at $REC"
@@ -84,6 +85,18 @@ assert_eq $((1 << 30)) "$(jget "$w" "d['quota']['pending_bytes']")" "the recorde
 assert_eq 0 "$(jget "$w" "d['quota_bytes']")" "quota_bytes while the change is recorded"
 assert_eq None "$(jget "$w" "d['package_store']")" "a store for a daemon started while a quota is being set"
 [ ! -e "$WORK/mnt/ws-1/.layoutd-store" ] || fail "ws-1's mount shows a store while a quota is being set"
+# The agent's own saves keep the intent (written only while it is set):
+# the record that names the daemon this agent started still has it.
+api PUT /v1/workspaces/ws-1/quota '{"quota":"2G"}' >/dev/null; assert_eq 501 "$(st)" "PUT quota with an intent"
+pid=$(jget "$w" "d['daemon']['pid']")
+saved_with_intent() {
+    "$PY" -c '
+import json, sys
+w = [w for w in json.load(open(sys.argv[1]))["workspaces"] if w["id"] == "ws-1"][0]
+sys.exit(0 if w["daemon"]["pid"] == int(sys.argv[2]) and w.get("quota_pending") == 1 << 30 else 1)
+' "$REC" "$pid"
+}
+wait_for 10 saved_with_intent || fail "the agent's record (daemon $pid) dropped the intent: $(grep -n pending "$REC")"
 out=$(api DELETE /v1/workspaces/ws-1); assert_eq 200 "$(st)" "removing ws-1 (data kept): $out"
 no_intent() { ! grep -q '"quota_pending"' "$REC"; }
 wait_for 10 no_intent || fail "the removed workspace's recorded change stays in the record"
