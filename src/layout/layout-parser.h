@@ -57,7 +57,8 @@ const char *lp_get_scalar(Parser *p, const LayoutNode *n, const char *key, const
 bool lp_get_string(Parser *p, const LayoutNode *n, const char *key, char **out);
 bool lp_get_bool(Parser *p, const LayoutNode *n, const char *key, bool *out);
 /* true, false, or the word `word` (then *ret_word is set and *out left
- * alone), for a bool with a third value such as `auto`. */
+ * alone), for a bool with a third value such as `auto`; word NULL (and
+ * ret_word NULL) is lp_get_bool. */
 bool lp_get_bool_or(Parser *p, const LayoutNode *n, const char *key, const char *word, bool *out, bool *ret_word);
 bool lp_get_uint(Parser *p, const LayoutNode *n, const char *key, uint64_t min, uint64_t max, uint64_t *out);
 bool lp_get_unsigned(Parser *p, const LayoutNode *n, const char *key, unsigned min, unsigned max,

@@ -227,10 +227,10 @@ bool lp_get_string(Parser *p, const LayoutNode *n, const char *key, char **out) 
     return true;
 }
 
-/* true or false, or WORD (may be NULL) as a third value. YAML 1.1's
+/* true or false, or WORD (NULL: none) as a third value. YAML 1.1's
  * other booleans (yes, on, ...) are refused with a hint: libyaml reads
  * them as strings, and an operator who wrote one meant something. */
-static bool get_bool(Parser *p, const LayoutNode *n, const char *key, const char *word, bool *out, bool *ret_word) {
+bool lp_get_bool_or(Parser *p, const LayoutNode *n, const char *key, const char *word, bool *out, bool *ret_word) {
     _cleanup_free_ char *expected = NULL;
     if (word && asprintf(&expected, "%s, true or false", word) < 0) {
         lp_oom(p);
@@ -257,11 +257,7 @@ static bool get_bool(Parser *p, const LayoutNode *n, const char *key, const char
 }
 
 bool lp_get_bool(Parser *p, const LayoutNode *n, const char *key, bool *out) {
-    return get_bool(p, n, key, NULL, out, NULL);
-}
-
-bool lp_get_bool_or(Parser *p, const LayoutNode *n, const char *key, const char *word, bool *out, bool *ret_word) {
-    return get_bool(p, n, key, word, out, ret_word);
+    return lp_get_bool_or(p, n, key, NULL, out, NULL);
 }
 
 bool lp_get_uint(Parser *p, const LayoutNode *n, const char *key, uint64_t min, uint64_t max, uint64_t *out) {
