@@ -151,6 +151,37 @@ grep -q "No space left on device" dd3.err || fail "the write past the limit fail
 rm -f "$root/mnt/wq/over"
 [ "$(store_of wq)" = null ] || fail "wq's daemon has a store with a quota"
 
+step "an agent killed while the kernel is being asked: the record held the change first"
+# Above, the intent was edited in by hand; here the agent writes it. A
+# frozen volume holds quotactl's transaction (XFS waits for the thaw), so
+# the job stops between the intent and the kernel. The record must then
+# already hold the intent; the agent is killed there, the volume thawed
+# (the limit may land then: the killed worker's system call finishes),
+# and the next agent must end with record and kernel at 96M either way.
+vol=$root/volumes/state-0
+kernel_limit() { timeout 20 xfs_quota -x -c "quota -p -b -N $proj" "$vol" | awk '{ print $4 }'; }
+[ "$(kernel_limit)" = $((48 << 10)) ] || fail "the kernel's limit before: $(xfs_quota -x -c "quota -p -b -N $proj" "$vol")"
+fsfreeze -f "$vol" || fail "cannot freeze $vol"
+on_exit "fsfreeze -u '$vol' 2>/dev/null"
+lc quota wq 96M --wait 120 >quota-frozen.out 2>&1 &
+pending_96() { grep -q "\"quota_pending\": $((96 << 20))" "$rec"; }
+wait_for 30 "the intent to 96M saved while the volume is frozen" pending_96
+sleep 2
+[ "$(kernel_limit)" = $((48 << 10)) ] || fail "the kernel changed its limit through a frozen volume"
+grep -q "\"quota\": $((48 << 20))" "$rec" || fail "the record's quota moved before the kernel's: $(grep -n '"wq"' "$rec")"
+kill -KILL "$(cat agent.pid)"
+fsfreeze -u "$vol" || fail "cannot thaw $vol"
+wait "$(cat agent.pid)" 2>/dev/null || true
+wait 2>/dev/null || true
+layoutd --layout /tmp/quota.yaml >>agent.log 2>&1 &
+echo $! >agent.pid
+wait_for 120 "the agent ready again" ready
+done_96() { get /v1/workspaces/wq | jq -e ".quota_bytes == $((96 << 20)) and .quota.pending_bytes == null"; }
+wait_for 60 "the killed change to 96M completed" done_96 || fail "wq: $(get /v1/workspaces/wq | jq -c .quota)"
+wait_for 30 "the record saying the change is over" saved
+[ "$(kernel_limit)" = $((96 << 10)) ] || fail "the kernel's limit after: $(xfs_quota -x -c "quota -p -b -N $proj" "$vol")"
+[ "$(store_of wq)" = null ] || fail "wq's daemon has a store with a quota"
+
 step "a removed quota gives the store at the next start; a first quota is then refused"
 lc quota wq 0 --wait 60 || fail "removing wq's quota again"
 lc restart wq || fail "restart wq again"
