@@ -35,7 +35,7 @@ typedef struct Args {
     bool debug;
     const char *profile;
     int writeback, splice, xattrs; /* -1: the profile's */
-    int negative, flush, cache_symlinks, parallel_dirops, keep_cache, readdirplus; /* -1: the profile's */
+    int negative, flush, cache_symlinks, parallel_dirops, keep_cache, cache_dirs, readdirplus; /* -1: profile's */
     int clone_fd;                  /* -1: the profile's */
     int io_uring;                  /* FUSE over io_uring: 0 off (default), 1 on */
     double timeout;                /* <0: the profile's */
@@ -75,6 +75,7 @@ static void usage(FILE *f) {
             "  --cache-symlinks=on|off  the kernel caches symlink targets (default on)\n"
             "  --parallel-dirops=on|off lookups and readdirs of one dir in parallel (default on)\n"
             "  --keep-cache=on|off      opens keep the kernel's cached pages (default on)\n"
+            "  --cache-dirs=on|off      the kernel keeps directory listings across opens (default on)\n"
             "  --readdirplus=auto|always|off  READDIRPLUS (default auto)\n"
             "  --cas-threshold=BYTES    files this large move to the pool (default 64KiB, 0 = off)\n"
             "  --pool-share=BYTES|unlimited  bytes of pool objects this workspace may reference\n"
@@ -118,7 +119,7 @@ static int parse_bool(const char *s) {
 static int parse_args(int argc, char **argv, Args *a) {
     enum { O_STATE = 256, O_CONTENT, O_COMMIT, O_BREC, O_BMS, O_THREADS, O_CAS, O_STATS, O_FG, O_HELP,
            O_FDCACHE, O_PROFILE, O_WB, O_SPLICE, O_TIMEOUT, O_XATTRS, O_SHARE, O_NEG, O_FLUSH, O_CSYM, O_PDIR,
-           O_KEEP, O_RDP, O_CLONEFD, O_URING, O_STORE };
+           O_KEEP, O_CDIR, O_RDP, O_CLONEFD, O_URING, O_STORE };
     static const struct option opts[] = {
         { "state", required_argument, NULL, O_STATE },
         { "content", required_argument, NULL, O_CONTENT },
@@ -141,6 +142,7 @@ static int parse_args(int argc, char **argv, Args *a) {
         { "cache-symlinks", required_argument, NULL, O_CSYM },
         { "parallel-dirops", required_argument, NULL, O_PDIR },
         { "keep-cache", required_argument, NULL, O_KEEP },
+        { "cache-dirs", required_argument, NULL, O_CDIR },
         { "readdirplus", required_argument, NULL, O_RDP },
         { "clone-fd", required_argument, NULL, O_CLONEFD },
         { "io-uring", required_argument, NULL, O_URING },
@@ -154,7 +156,7 @@ static int parse_args(int argc, char **argv, Args *a) {
                   .cas_threshold = 64 * KIB, .fd_cache = 1024, .profile = "default",
                   .writeback = -1, .splice = -1, .xattrs = 0, .timeout = -1, .pool_share = UINT64_MAX,
                   .negative = -1, .flush = -1, .cache_symlinks = -1, .parallel_dirops = -1, .keep_cache = -1,
-                  .readdirplus = -1, .clone_fd = -1 };
+                  .cache_dirs = -1, .readdirplus = -1, .clone_fd = -1 };
     while ((c = getopt_long(argc, argv, "fdo:h", opts, NULL)) >= 0) {
         switch (c) {
         case O_STATE:
@@ -219,11 +221,14 @@ static int parse_args(int argc, char **argv, Args *a) {
         case O_CSYM:
         case O_PDIR:
         case O_KEEP:
+        case O_CDIR:
         case O_CLONEFD: {
             int *v = c == O_NEG ? &a->negative : c == O_FLUSH ? &a->flush : c == O_CSYM ? &a->cache_symlinks
-                     : c == O_PDIR ? &a->parallel_dirops : c == O_KEEP ? &a->keep_cache : &a->clone_fd;
+                     : c == O_PDIR ? &a->parallel_dirops : c == O_KEEP ? &a->keep_cache
+                     : c == O_CDIR ? &a->cache_dirs : &a->clone_fd;
             const char *name = c == O_NEG ? "negative-entries" : c == O_FLUSH ? "flush" : c == O_CSYM ? "cache-symlinks"
-                               : c == O_PDIR ? "parallel-dirops" : c == O_KEEP ? "keep-cache" : "clone-fd";
+                               : c == O_PDIR ? "parallel-dirops" : c == O_KEEP ? "keep-cache"
+                               : c == O_CDIR ? "cache-dirs" : "clone-fd";
             if ((*v = parse_bool(optarg)) < 0)
                 return BAD("--%s: '%s' is not on or off", name, optarg);
             break;
@@ -313,6 +318,8 @@ static int parse_args(int argc, char **argv, Args *a) {
         a->cache_symlinks = !published;
     if (a->keep_cache < 0)
         a->keep_cache = !published;
+    if (a->cache_dirs < 0)
+        a->cache_dirs = !published;
     if (a->parallel_dirops < 0)
         a->parallel_dirops = 1;
     if (a->readdirplus < 0)
@@ -506,7 +513,8 @@ int main(int argc, char **argv) {
                       .writeback = a.writeback, .splice = a.splice, .xattrs = a.xattrs, .timeout = a.timeout,
                       .pool_share = a.pool_share, .negative_entries = a.negative, .flush = a.flush,
                       .cache_symlinks = a.cache_symlinks, .parallel_dirops = a.parallel_dirops,
-                      .keep_cache = a.keep_cache, .readdirplus = a.readdirplus, .store_fd = store_fd };
+                      .keep_cache = a.keep_cache, .cache_dirs = a.cache_dirs,
+                      .readdirplus = a.readdirplus, .store_fd = store_fd };
     r = fs_new(&fcfg, &fs);
     if (r < 0) {
         /* open_by_handle_at needs CAP_DAC_READ_SEARCH; no handles: EOPNOTSUPP */
@@ -586,12 +594,12 @@ int main(int argc, char **argv) {
     fprintf(stderr, "layoutd-wsfs: serving %s at %s (commit=%s batch=%" PRIu64 "/%" PRIu64 "ms threads=%" PRIu64
             " shards=%zu cas-threshold=%" PRIu64 " profile=%s fd-cache=%" PRIu64 " writeback-cache=%s splice=%s"
             " timeout=%g xattrs=%s pool-share=%s negative-entries=%s flush=%s cache-symlinks=%s"
-            " parallel-dirops=%s keep-cache=%s readdirplus=%s clone-fd=%s io-uring=%s store=%s)\n",
+            " parallel-dirops=%s keep-cache=%s cache-dirs=%s readdirplus=%s clone-fd=%s io-uring=%s store=%s)\n",
             a.state, a.mountpoint, commit_mode_to_string(a.mode), a.batch_records, a.batch_ms, a.threads,
             pool.n_shards, a.cas_threshold, a.profile, a.fd_cache, a.writeback ? "on" : "off",
             a.splice ? "on" : "off", a.timeout, a.xattrs ? "on" : "off", share,
             a.negative ? "on" : "off", a.flush ? "on" : "off", a.cache_symlinks ? "on" : "off",
-            a.parallel_dirops ? "on" : "off", a.keep_cache ? "on" : "off",
+            a.parallel_dirops ? "on" : "off", a.keep_cache ? "on" : "off", a.cache_dirs ? "on" : "off",
             a.readdirplus == 2 ? "auto" : a.readdirplus ? "always" : "off", a.clone_fd ? "on" : "off",
             a.io_uring ? "on" : "off", a.store ?: "off");
 

@@ -926,7 +926,14 @@ static void op_opendir(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi
     fs->dirs = d;
     pthread_mutex_unlock(&fs->dirs_lock);
     fi->fh = (uintptr_t) TAKE_PTR(d);
-    fi->cache_readdir = false;
+    /* Every change of a directory's entries comes through this mount (the
+     * daemon is the backing tree's only writer; the store, shadowed in
+     * the root, is never listed), and the kernel drops a directory's
+     * cached listing at each change it makes there (fuse_dir_changed) or
+     * when its mtime moves. So a listing can be kept across opens: a
+     * second `git status` reads no directory again. */
+    fi->cache_readdir = fs->cfg.cache_dirs;
+    fi->keep_cache = fs->cfg.cache_dirs;
     fuse_reply_open(req, fi);
 }
 

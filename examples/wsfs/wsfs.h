@@ -595,6 +595,7 @@ typedef struct FsConfig {
     bool cache_symlinks;     /* FUSE_CAP_CACHE_SYMLINKS */
     bool parallel_dirops;    /* FUSE_CAP_PARALLEL_DIROPS */
     bool keep_cache;         /* open files keep the kernel's pages */
+    bool cache_dirs;         /* directory listings cached by the kernel, kept across opens */
     int readdirplus;         /* 0 off, 1 always, 2 auto */
     uint64_t pool_share;     /* --pool-share, bytes; UINT64_MAX: unlimited */
     int store_fd;            /* O_PATH fd of the package store (--store; the Fs keeps it), or -EBADF */

@@ -99,6 +99,7 @@ ARMS = {
     "wsfs-flush": ("wsfs", ["--commit=none", "--flush=on"]),
     "wsfs-nocsym": ("wsfs", ["--commit=none", "--cache-symlinks=off"]),
     "wsfs-nokeep": ("wsfs", ["--commit=none", "--keep-cache=off"]),
+    "wsfs-nocdirs": ("wsfs", ["--commit=none", "--cache-dirs=off"]),
     "wsfs-nopdir": ("wsfs", ["--commit=none", "--parallel-dirops=off"]),
     "wsfs-rdp-always": ("wsfs", ["--commit=none", "--readdirplus=always"]),
     "wsfs-rdp-off": ("wsfs", ["--commit=none", "--readdirplus=off"]),
