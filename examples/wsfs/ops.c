@@ -926,14 +926,18 @@ static void op_opendir(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi
     fs->dirs = d;
     pthread_mutex_unlock(&fs->dirs_lock);
     fi->fh = (uintptr_t) TAKE_PTR(d);
-    /* Every change of a directory's entries comes through this mount (the
-     * daemon is the backing tree's only writer; the store, shadowed in
-     * the root, is never listed), and the kernel drops a directory's
-     * cached listing at each change it makes there (fuse_dir_changed) or
-     * when its mtime moves. So a listing can be kept across opens: a
-     * second `git status` reads no directory again. */
-    fi->cache_readdir = fs->cfg.cache_dirs;
-    fi->keep_cache = fs->cfg.cache_dirs;
+    /* Outside the package store every change of a directory's entries
+     * comes through this mount (the daemon changes the state dir only
+     * while serving a request for that directory), and the kernel drops
+     * a directory's cached listing at each change it makes there
+     * (fuse_dir_changed) or when its mtime moves. So such a listing can
+     * be kept across opens: a second `git status` reads no directory
+     * again. The store's directories are changed by other workspaces'
+     * daemons too, behind this kernel: their listings are never kept,
+     * as their files' pages are not (op_open). */
+    bool cache = fs->cfg.cache_dirs && !i->in_store;
+    fi->cache_readdir = cache;
+    fi->keep_cache = cache;
     fuse_reply_open(req, fi);
 }
 

@@ -63,6 +63,16 @@ printf 'small\n' > "$ma/.layoutd-store/pkg/small"
 chmod 0644 "$ma/.layoutd-store/pkg/small"
 [ -d "$mb/.layoutd-store/pkg" ] || fail "workspace b does not see the store a wrote"
 cmp -s "$WORK/big.src" "$mb/.layoutd-store/pkg/big" || fail "b reads other bytes from the store"
+# Other workspaces change the store behind b's kernel: a store directory's
+# listing is never kept (--cache-dirs leaves the store out), so a file a
+# makes shows in b's very next listing, not only after the store's 1 s
+# attribute timeout.
+ls "$mb/.layoutd-store/pkg" >/dev/null
+ls "$mb/.layoutd-store/pkg" >/dev/null
+printf 'late\n' > "$ma/.layoutd-store/pkg/late"
+ls "$mb/.layoutd-store/pkg" | grep -qx late || fail "b's listing of the store misses the file a just made"
+rm "$ma/.layoutd-store/pkg/late"
+ls "$mb/.layoutd-store/pkg" | grep -qx late && fail "b's listing of the store shows the file a just removed"
 [ -e "$mc/.layoutd-store/pkg" ] && fail "tenant t2 sees tenant t1's store"
 log "one store per tenant: ok"
 
