@@ -32,7 +32,7 @@ struct PendingCreate {
     char **labels;
     bool reclaim;
     ApiOperation *op;
-    unsigned attempts;        /* carves refused so far (another index is tried) */
+    unsigned attempts;        /* placements redone so far (a carve refused, a volume filled) */
 };
 
 typedef struct PendingCarve PendingCarve;
@@ -943,14 +943,25 @@ static void create_continue(Agent *a, const char *id, bool was_new, bool resumed
     }
 }
 
-/* The volume exists and is mounted: intent, then the rest (above). */
-static int create_on(Agent *a, PendingCreate *c, const char *volume, ApiError *err) {
+static int create_decide(Agent *a, PendingCreate *c, ApiError *err);
+
+/* The volume exists and is mounted: intent, then the rest (above).
+ * stale: the volume was chosen earlier (the create waited for its carve),
+ * so a volume found at its bound now means "decide again", not "refuse":
+ * the create is placed anew, as create_decide() answers (1: it waits for
+ * another carve, which owns c). */
+static int create_on(Agent *a, PendingCreate *c, const char *volume, bool stale, ApiError *err) {
     PlaceContext ctx;
     PlaceError pe = {};
     WorkspaceRecord *w = NULL;
     PlaceCreateRequest req = place_request(c);
     agent_place_context(a, &ctx);
     int r = place_workspace_intent(&ctx, &req, volume, &w, &pe);
+    if (r < 0 && stale && pe.reason == PLACE_REASON_AT_BOUND && c->attempts++ < 8) {
+        log_info("workspace %s: volume %s filled while it was being carved; placing it again", c->id, volume);
+        place_error_done(&pe);
+        return create_decide(a, c, err);
+    }
     if (r < 0) {
         place_error_to_api(r, &pe, err);
         place_error_done(&pe);
@@ -964,8 +975,6 @@ static int create_on(Agent *a, PendingCreate *c, const char *volume, ApiError *e
     create_continue(a, w->id, !c->reclaim, false, c->op);
     return 0;
 }
-
-static int create_decide(Agent *a, PendingCreate *c, ApiError *err);
 
 static PendingCarve *find_carve(Agent *a, const char *name) {
     for (PendingCarve *p = a->workspaces ? a->workspaces->carves : NULL; p; p = p->next)
@@ -1016,18 +1025,18 @@ static void on_carved(Agent *a, int error, const char *message, ApplyResult *res
         ApiError err = {};
         int r;
         if (ok)
-            r = create_on(a, c, carve->name, &err);
+            r = create_on(a, c, carve->name, true, &err);
         else if (refused && c->attempts++ < 8) {
             /* Someone else's file at that index: try the next one. */
             log_warning("volume %s: refused (%s); placing workspace %s elsewhere", carve->name,
                         v->message ?: "?", c->id);
             r = create_decide(a, c, &err);
-            if (r > 0)
-                continue; /* it waits for another carve now, and owns c */
         } else
             r = api_error_set(&err, error < 0 ? error : -EIO, refused ? 507 : 500,
                               refused ? "pool_full" : "carve_failed", "carving volume %s failed: %s", carve->name,
                               v && v->message ? v->message : message ?: strerror(error < 0 ? -error : EIO));
+        if (r > 0)
+            continue; /* it waits for another carve now, and owns c */
         if (r < 0)
             create_failed(a, c, &err);
         pending_create_free(c);
@@ -1064,7 +1073,7 @@ static int create_decide(Agent *a, PendingCreate *c, ApiError *err) {
             api_operation_step_done(c->op, k, 0, "%s", place_action_to_string(action));
     }
     if (action == PLACE_ACTION_USE && !carving)
-        return create_on(a, c, volume, err);
+        return create_on(a, c, volume, false, err);
 
     PendingCarve *carve = action == PLACE_ACTION_USE ? find_carve(a, volume) : NULL;
     if (!carve) {

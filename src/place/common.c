@@ -140,10 +140,17 @@ int place_state_candidates(PlaceContext *c, PlaceCandidate **ret, size_t *ret_n)
 
     /* One pass over the workspaces instead of one per volume: with 300
      * volumes and 1,000 workspaces that is the difference between ~10k
-     * and 300k string comparisons per decision. */
+     * and 300k string comparisons per decision.
+     *
+     * A create in flight (recorded as "creating": its directory is being
+     * made in a worker) takes its slot as an active workspace does, as
+     * state_record_count_workspaces() counts it when the intent is
+     * recorded: a decision that left it out would pick a volume that the
+     * intent then finds at its bound, and refuse a create while the pool
+     * has room (50 concurrent creates got 17 spurious 409s so). */
     for (size_t i = 0; i < s->n_workspaces; i++) {
         const WorkspaceRecord *w = s->workspaces[i];
-        if (!w->active || !w->volume)
+        if (!(w->active || w->creating) || !w->volume)
             continue;
         const VolumeSlot *slot = bsearch(w->volume, slots, n, sizeof(VolumeSlot), slot_key_compare);
         if (!slot)

@@ -33,7 +33,7 @@ typedef enum PlaceVolumeFlags {
 typedef struct PlaceCandidate {
     const char *name;        /* "state-3" */
     unsigned index;          /* 3 */
-    unsigned n_workspaces;   /* active workspaces placed on it */
+    unsigned n_workspaces;   /* workspaces placed on it, active or being created */
     const char *tenant;      /* the tenant of those workspaces ("" = the
                                 workspaces have no tenant); ignored when
                                 n_workspaces == 0 */
