@@ -70,7 +70,8 @@ static int h_workspace(void *userdata, ApiCall *call) {
 
 static int h_create(void *userdata, ApiCall *call) {
     Agent *a = userdata;
-    int r = agent_workspace_create(a, call->workspace, call->operation, &call->error);
+    int r = agent_workspace_create(a, call->workspace, call->query && call->query->queue, call->operation,
+                                   &call->error);
     if (r < 0)
         return r;
     WorkspaceRecord *w = place_workspace_get(agent_record(a), call->workspace->id);
@@ -94,7 +95,8 @@ static int h_delete(void *userdata, ApiCall *call) {
 
 static int h_restart(void *userdata, ApiCall *call) {
     Agent *a = userdata;
-    int r = agent_workspace_restart(a, call->param, call->operation, &call->error);
+    int r = agent_workspace_restart(a, call->param, call->query && call->query->queue, call->operation,
+                                    &call->error);
     if (r < 0)
         return r;
     call->reply = json_object_new_object();

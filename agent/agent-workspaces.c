@@ -241,10 +241,17 @@ static const char *volume_unready(Agent *a, const char *name, char *buf, size_t 
  * content shard, out of service. NULL when nothing does. A daemon started
  * anyway would serve the bare directory under an unmounted volume, and
  * put its large files on the host's root filesystem. */
+static const char *content_blocker(Agent *a, char *buf, size_t size);
+
 static const char *workspace_blocker(Agent *a, const WorkspaceRecord *w, char *buf, size_t size) {
-    const Pool *cp = layout_pool(agent_layout(a), POOL_CONTENT);
     if (volume_unready(a, w->volume, buf, size))
         return buf;
+    return content_blocker(a, buf, size);
+}
+
+/* A content shard out of service, which every workspace needs. */
+static const char *content_blocker(Agent *a, char *buf, size_t size) {
+    const Pool *cp = layout_pool(agent_layout(a), POOL_CONTENT);
     for (unsigned i = 0; cp && i < (cp->shards ?: 1); i++) {
         _cleanup_free_ char *name = NULL;
         if (layout_volume_name(POOL_CONTENT, i, &name) < 0)
@@ -419,6 +426,8 @@ int agent_workspace_respec(Agent *a, const WorkspaceRecord *w) {
     return workspace_supervise(a, w, true);
 }
 
+static void waiters_refresh_blocked(Agent *a);
+
 static void workspaces_observed(Agent *a) {
     if (!a->supervisor || a->stopping)
         return;
@@ -434,6 +443,17 @@ static void workspaces_observed(Agent *a) {
     size_t n = supervisor_unblock(a->supervisor);
     if (n > 0)
         log_info("%zu workspace(s) unblocked: their volumes are in service", n);
+    waiters_refresh_blocked(a);
+}
+
+/* Each waiting operation says why it makes no progress while its
+ * workspace's volumes are out of service (its "blocked" field), and stops
+ * saying so once they are back. */
+static void waiters_refresh_blocked(Agent *a) {
+    for (WorkspaceWaiter *w = a->workspaces ? a->workspaces->waiters : NULL; w; w = w->next) {
+        char buf[512];
+        (void) api_operation_set_blocked(w->op, agent_workspace_blocker(a, w->id, buf, sizeof buf));
+    }
 }
 
 static void waiter_free(WorkspaceWaiter *w) {
@@ -461,6 +481,8 @@ static int add_waiter(Agent *a, const char *id, WaiterKind kind, pid_t old_pid, 
     w->step = api_operation_step(op, "%s", step);
     w->next = ws->waiters;
     ws->waiters = w;
+    char buf[512];
+    (void) api_operation_set_blocked(op, agent_workspace_blocker(a, id, buf, sizeof buf));
     return 0;
 }
 
@@ -654,7 +676,8 @@ static void on_reconciled_start(Agent *a) {
             continue;
         ApiWorkspaceRequest req = { .id = sw->id, .tenant = sw->tenant, .quota = sw->quota };
         ApiError err = {};
-        int r = agent_workspace_create(a, &req, NULL, &err);
+        /* Queued: the layout asks for it, so it waits for its volumes. */
+        int r = agent_workspace_create(a, &req, true, NULL, &err);
         if (r < 0)
             log_error("workspace %s (static): not created: %s", sw->id, err.message[0] ? err.message : strerror(-r));
         else
@@ -1106,7 +1129,7 @@ static int create_decide(Agent *a, PendingCreate *c, ApiError *err) {
     return 1;
 }
 
-int agent_workspace_create(Agent *a, const ApiWorkspaceRequest *req, ApiOperation *op, ApiError *err) {
+int agent_workspace_create(Agent *a, const ApiWorkspaceRequest *req, bool queue, ApiOperation *op, ApiError *err) {
     if (!a->supervisor)
         return api_error_set(err, -EOPNOTSUPP, 503, "not_supervising",
                              "the agent runs without workspaces (--no-workspaces)");
@@ -1114,6 +1137,16 @@ int agent_workspace_create(Agent *a, const ApiWorkspaceRequest *req, ApiOperatio
         return -ENOMEM;
     if (id_is_pending(a, req->id))
         return api_error_set(err, -EEXIST, 409, "exists", "workspace '%s' is being created", req->id);
+    /* A create that cannot finish while a content shard is out of service
+     * is refused at once with the reason, rather than accepted to wait as
+     * long as the fault lasts; a client that wants exactly that asks for
+     * it. (The state pool's own volumes are the placement's business: one
+     * out of service is passed over.) */
+    char why[512];
+    if (!queue && content_blocker(a, why, sizeof why))
+        return api_error_set(err, -EBUSY, 409, "blocked",
+                             "workspace '%s' cannot be created now: %s; retry once it is back in service, "
+                             "or queue the create until then (?queue=true)", req->id, why);
     WorkspaceRecord *old = place_workspace_get(agent_record(a), req->id);
     /* Asking for an id whose data was kept means asking for it back. */
     PendingCreate *c = pending_create_new(req, old && !old->active, op);
@@ -1293,10 +1326,17 @@ int agent_workspace_remove(Agent *a, const char *id, bool destroy, ApiOperation 
 
 /* ---- restart ------------------------------------------------------------- */
 
-int agent_workspace_restart(Agent *a, const char *id, ApiOperation *op, ApiError *err) {
+int agent_workspace_restart(Agent *a, const char *id, bool queue, ApiOperation *op, ApiError *err) {
     WorkspaceStatus st;
     if (!a->supervisor || supervisor_get_status(a->supervisor, id, &st) < 0)
         return api_error_set(err, -ENOENT, 404, "not_found", "no supervised workspace '%s'", id);
+    /* As a create: a restart that would only wait for a volume to come
+     * back is refused with the reason unless the client queues it. */
+    char why[512];
+    if (!queue && agent_workspace_blocker(a, id, why, sizeof why))
+        return api_error_set(err, -EBUSY, 409, "blocked",
+                             "workspace '%s' cannot be restarted now: %s; its daemon starts by itself once "
+                             "it is back in service (or queue the restart: ?queue=true)", id, why);
     pid_t old = st.pid;
     int r = supervisor_restart(a->supervisor, id);
     if (r == -EBUSY)

@@ -452,9 +452,9 @@ extern const SupervisorCallbacks agent_supervisor_callbacks;
 /* The operations behind POST/DELETE /v1/workspaces and restart: each ends
  * op when the daemon runs (or failed), stopped, or is back. Return 1 (the
  * operation goes on), 0 (done at once) or <0 with err set. */
-int agent_workspace_create(Agent *a, const ApiWorkspaceRequest *req, ApiOperation *op, ApiError *err);
+int agent_workspace_create(Agent *a, const ApiWorkspaceRequest *req, bool queue, ApiOperation *op, ApiError *err);
 int agent_workspace_remove(Agent *a, const char *id, bool destroy, ApiOperation *op, ApiError *err);
-int agent_workspace_restart(Agent *a, const char *id, ApiOperation *op, ApiError *err);
+int agent_workspace_restart(Agent *a, const char *id, bool queue, ApiOperation *op, ApiError *err);
 /* A workspace's "key=value" labels (strv, may be NULL) as a JSON object. */
 json_object *agent_labels_json(char *const *labels);
 /* The workspace's API object. */

@@ -423,11 +423,11 @@ int client_call_operation(const char *verb, const ClientArgs *a, const char *met
         *ret = r;
         return 0;
     }
-    _cleanup_free_ char *opath = NULL;
-    if (asprintf(&opath, "/v1/operations/%s?wait=%d", id, CLIENT_OPERATION_POLL_SEC) < 0) {
-        reply_done(&r);
-        return LAYOUTCTL_EXIT_FAILURE;
-    }
+    /* --wait bounds the whole wait, the operation's too: an operation
+     * that cannot make progress (its volume out of service) would
+     * otherwise hold the command for as long as the fault lasts. Without
+     * --wait the operation is followed to its end, as before. */
+    usec_t deadline = a->wait_given ? now_usec(CLOCK_MONOTONIC) + a->wait : USEC_INFINITY;
     size_t started = 0, ended = 0;
     json_object *cur = json_object_get(op);
     reply_done(&r);
@@ -437,6 +437,26 @@ int client_call_operation(const char *verb, const ClientArgs *a, const char *met
         const char *state = jstr(cur, "state");
         if (state && !streq(state, "running"))
             break;
+        usec_t now = now_usec(CLOCK_MONOTONIC);
+        if (now >= deadline) {
+            const char *blocked = jstr(cur, "blocked");
+            fprintf(stderr,
+                    "layoutctl %s: operation %s is still running after %llu s%s%s%s; it goes on in the agent "
+                    "(follow it: curl --unix-socket %s http://localhost/v1/operations/%s?wait=60)\n",
+                    verb, client_safe(0, id), (unsigned long long) (a->wait / USEC_PER_SEC),
+                    blocked ? " (blocked: " : "", blocked ? client_safe(1, blocked) : "",
+                    blocked ? ")" : "", client_safe(2, a->socket_path), client_safe(3, id));
+            json_object_put(cur);
+            return LAYOUTCTL_EXIT_TIMEOUT;
+        }
+        /* The server's wait in whole seconds, never past the deadline. */
+        usec_t left = deadline == USEC_INFINITY ? CLIENT_OPERATION_POLL_SEC * USEC_PER_SEC : deadline - now;
+        unsigned poll = (unsigned) MIN((left + USEC_PER_SEC - 1) / USEC_PER_SEC, (usec_t) CLIENT_OPERATION_POLL_SEC);
+        _cleanup_free_ char *opath = NULL;
+        if (asprintf(&opath, "/v1/operations/%s?wait=%u", id, poll) < 0) {
+            json_object_put(cur);
+            return LAYOUTCTL_EXIT_FAILURE;
+        }
         Reply o = {};
         ec = client_call(verb, a, "GET", opath, NULL, &o);
         if (ec != 0) {

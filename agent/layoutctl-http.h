@@ -148,6 +148,8 @@ int client_parse(int argc, char **argv, const LayoutctlGlobals *g, unsigned sets
     "  -h, --help\n"                                                                       \
     "\n"                                                                                   \
     "Exit status: 0 ok, 1 request failed, 2 usage, 3 layoutd not reachable,\n"             \
-    "4 no such workspace or volume.\n"
+    "4 no such workspace or volume, 8 --wait ran out while the operation ran.\n"
 #define CLIENT_WAIT_HELP                                                                     \
-    "  --no-wait       do not wait for the operation: print it and exit\n"
+    "  --no-wait       do not wait for the operation: print it and exit\n"                  \
+    "  --wait SEC      (given) wait at most SEC seconds in all, the operation's run too;\n"  \
+    "                  then print its id and exit 8 (it goes on in the agent)\n"

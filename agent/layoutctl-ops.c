@@ -46,7 +46,13 @@ static bool finish(const char *verb, const ClientOptions *o, const Reply *r, uns
 
 typedef struct AddArgs {
     json_object *body, *labels;
+    bool queue;
 } AddArgs;
+
+static int add_queue(const char *arg, void *userdata) {
+    ((AddArgs *) userdata)->queue = true;
+    return 0;
+}
 
 static int add_tenant(const char *arg, void *userdata) {
     AddArgs *a = userdata;
@@ -93,11 +99,14 @@ int layoutctl_add(int argc, char **argv, const LayoutctlGlobals *g) {
         "\n"
         "  --tenant T        the workspace's tenant ([a-z0-9][a-z0-9-]*)\n"
         "  --quota SIZE      e.g. 10G, 512MiB (default: none)\n"
-        "  --label KEY=VALUE a label; may be repeated\n" CLIENT_WAIT_HELP CLIENT_COMMON_HELP;
+        "  --label KEY=VALUE a label; may be repeated\n"
+        "  --queue           while a volume it needs is out of service, wait for it\n"
+        "                    (default: refused at once, 409 blocked)\n" CLIENT_WAIT_HELP CLIENT_COMMON_HELP;
     static const ClientExtraOption extra[] = {
         { { "tenant", required_argument, NULL, 0 }, add_tenant },
         { { "quota", required_argument, NULL, 0 }, add_quota },
         { { "label", required_argument, NULL, 0 }, add_label },
+        { { "queue", no_argument, NULL, 0 }, add_queue },
     };
     AddArgs a = { .body = json_object_new_object(), .labels = json_object_new_object() };
     ClientOptions o;
@@ -120,7 +129,8 @@ int layoutctl_add(int argc, char **argv, const LayoutctlGlobals *g) {
         json_object_object_add(a.body, "labels", json_object_get(a.labels));
 
     Reply r = {};
-    ec = client_call_operation("add", &o.args, "POST", "/v1/workspaces", a.body, o.no_wait, o.args.json, &r);
+    ec = client_call_operation("add", &o.args, "POST", a.queue ? "/v1/workspaces?queue=true" : "/v1/workspaces", a.body,
+                               o.no_wait, o.args.json, &r);
     if (ec != 0)
         goto out;
     if (finish("add", &o, &r, 201, &ec)) {
@@ -172,12 +182,18 @@ int layoutctl_rm(int argc, char **argv, const LayoutctlGlobals *g) {
 }
 
 int layoutctl_restart(int argc, char **argv, const LayoutctlGlobals *g) {
-    static const char usage[] = "Usage: layoutctl restart ID [--no-wait] [--wait SEC] [--json] [--socket PATH]\n"
+    static const char usage[] = "Usage: layoutctl restart ID [--queue] [--no-wait] [--wait SEC] [--json] [--socket PATH]\n"
                                 "\n"
                                 "Restarts the workspace's FUSE daemon and waits until it serves again.\n"
-                                "\n" CLIENT_WAIT_HELP CLIENT_COMMON_HELP;
+                                "\n"
+                                "  --queue         while a volume it needs is out of service, wait for it\n"
+                                "                  (default: refused at once, 409 blocked)\n" CLIENT_WAIT_HELP
+                                    CLIENT_COMMON_HELP;
+    static const ClientExtraOption extra[] = { { { "queue", no_argument, NULL, 0 }, set_flag } };
+    bool queue = false;
     ClientOptions o;
-    int ec = client_parse(argc, argv, g, CLIENT_OPT_OPERATION | CLIENT_OPT_CHANGES, NULL, 0, NULL, 1, usage, &o);
+    int ec = client_parse(argc, argv, g, CLIENT_OPT_OPERATION | CLIENT_OPT_CHANGES, extra, ELEMENTSOF(extra), &queue, 1,
+                          usage, &o);
     if (ec != 0)
         return ec < 0 ? LAYOUTCTL_EXIT_OK : ec;
     const char *id = argv[optind];
@@ -185,7 +201,7 @@ int layoutctl_restart(int argc, char **argv, const LayoutctlGlobals *g) {
         return layoutctl_usage_error("restart", "invalid workspace ID '%s'", client_safe(0, id));
     }
     char path[128];
-    snprintf(path, sizeof(path), "/v1/workspaces/%s/restart", id);
+    snprintf(path, sizeof(path), "/v1/workspaces/%s/restart%s", id, queue ? "?queue=true" : "");
     Reply r = {};
     ec = client_call_operation("restart", &o.args, "POST", path, NULL, o.no_wait, o.args.json, &r);
     if (ec != 0)

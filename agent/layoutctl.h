@@ -23,6 +23,8 @@
 #define LAYOUTCTL_EXIT_UNHEALTHY 5   /* status, is-healthy: the agent answers, but is degraded,
                                         starting or stopping */
 #define LAYOUTCTL_EXIT_INCOMPLETE 7  /* check: it could not look at everything */
+#define LAYOUTCTL_EXIT_TIMEOUT 8     /* --wait ran out while the operation was still running
+                                        (it goes on in the agent; its id is printed) */
 #define LAYOUTCTL_EXIT_REFUSED 6     /* why: the workspace would be refused (the answer, not an error) */
 
 typedef struct LayoutctlGlobals {

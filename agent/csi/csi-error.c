@@ -21,6 +21,9 @@ static const struct {
     { 409, "conflict", GRPC_STATUS_ABORTED },
     { 409, "exists", GRPC_STATUS_ALREADY_EXISTS },
     { 409, "removed", GRPC_STATUS_ABORTED },
+    /* A volume it needs is out of service: the CO retries with backoff,
+     * rather than the plugin waiting out the call's deadline. */
+    { 409, "blocked", GRPC_STATUS_UNAVAILABLE },
     { 409, NULL, GRPC_STATUS_FAILED_PRECONDITION },
     /* Starting, stopping, a volume out of service: try again later. */
     { 503, NULL, GRPC_STATUS_UNAVAILABLE },

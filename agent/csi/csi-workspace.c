@@ -127,7 +127,7 @@ static int create(CsiCall *c, CsiPlugin *p, const char *id, json_object *body, u
     } else if (reply.status == 202) {
         const char *op = csi_json_str(csi_json_obj(reply.body, "operation"), "id");
         ret_r = op ? wait_operation(c, p, op, id, deadline, ret) : 1;
-    } else if (reply.status == 409)
+    } else if (reply.status == 409 && !streq_ptr(csi_api_reply_error_code(&reply), "blocked"))
         ret_r = 1; /* an earlier call is creating it */
     else {
         csi_fail_api(c, p, 0, &reply, what);

@@ -140,6 +140,7 @@ struct ApiOperation {
     char id[24];
     ApiRouteId kind;
     char *resource;
+    char *blocked;               /* api_operation_set_blocked(): why it makes no progress, or NULL */
     ApiOperationState state;
     usec_t created_at, updated_at, done_mono; /* REALTIME, REALTIME, MONOTONIC */
     ApiOperationStep *steps;

@@ -46,6 +46,7 @@ static void operation_free(ApiOperation *op) {
     }
     free(op->steps);
     free(op->resource);
+    free(op->blocked);
     json_object_put(op->result);
     free(op);
 }
@@ -100,6 +101,21 @@ int api_operation_set_resource(ApiOperation *op, const char *resource) {
         return -ENOMEM;
     free(op->resource);
     op->resource = c;
+    return 0;
+}
+
+static void changed(ApiOperation *op, bool ended);
+
+int api_operation_set_blocked(ApiOperation *op, const char *reason) {
+    if (!op || streq_ptr(op->blocked, reason))
+        return 0;
+    char *c = reason ? strdup(reason) : NULL;
+    if (reason && !c)
+        return -ENOMEM;
+    free(op->blocked);
+    op->blocked = c;
+    if (!api_operation_done(op))
+        changed(op, false);
     return 0;
 }
 
@@ -184,6 +200,9 @@ int api_operation_to_json(const ApiOperation *op, json_object **ret) {
     json_object_object_add(o, "kind", json_object_new_string(api_route_id_to_string(op->kind) ?: "?"));
     json_object_object_add(o, "state", json_object_new_string(api_operation_state_to_string(op->state)));
     json_object_object_add(o, "resource", op->resource ? json_object_new_string(op->resource) : NULL);
+    /* Why a running operation makes no progress now, or null. */
+    json_object_object_add(o, "blocked",
+                           op->blocked && !api_operation_done(op) ? json_object_new_string(op->blocked) : NULL);
     json_object_object_add(o, "created_at", unix_time(op->created_at));
     json_object_object_add(o, "updated_at", unix_time(op->updated_at));
     for (size_t i = 0; i < op->n_steps; i++) {

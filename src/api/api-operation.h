@@ -44,6 +44,11 @@ bool api_operation_done(const ApiOperation *op);
 /* What the operation is about: "/v1/workspaces/ws-1" (a Location). */
 int api_operation_set_resource(ApiOperation *op, const char *resource);
 
+/* Why the operation cannot make progress now ("content-0 is not in
+ * service (not mounted)"), shown as its "blocked" field while it runs;
+ * NULL: it can. Returns: -ENOMEM, 0. */
+int api_operation_set_blocked(ApiOperation *op, const char *reason);
+
 /* A step: its description, then (when it ends) whether it worked. A step
  * with an error does not end the operation. printf-style; returns the
  * step's index or -ENOMEM. */

@@ -17,14 +17,15 @@ const ApiRouteSpec api_routes[_API_ROUTE_MAX] = {
     [API_ROUTE_WORKSPACE] = { API_ROUTE_WORKSPACE, "GET", "/v1/workspaces/{id}", API_PARAM_WORKSPACE, 200,
                               .cached = true },
     [API_ROUTE_WORKSPACE_CREATE] = { API_ROUTE_WORKSPACE_CREATE, "POST", "/v1/workspaces", API_PARAM_NONE, 201,
-                                     .mutating = true, .operation = true, .query = API_QUERY_WAIT,
-                                     .body = API_BODY_WORKSPACE, .default_wait_sec = 60 },
+                                     .mutating = true, .operation = true,
+                                     .query = API_QUERY_WAIT | API_QUERY_QUEUE, .body = API_BODY_WORKSPACE,
+                                     .default_wait_sec = 60 },
     [API_ROUTE_WORKSPACE_DELETE] = { API_ROUTE_WORKSPACE_DELETE, "DELETE", "/v1/workspaces/{id}",
                                      API_PARAM_WORKSPACE, 200, .mutating = true, .operation = true,
                                      .query = API_QUERY_WAIT | API_QUERY_DESTROY_DATA, .default_wait_sec = 60 },
     [API_ROUTE_WORKSPACE_RESTART] = { API_ROUTE_WORKSPACE_RESTART, "POST", "/v1/workspaces/{id}/restart",
                                       API_PARAM_WORKSPACE, 200, .mutating = true, .operation = true,
-                                      .query = API_QUERY_WAIT, .default_wait_sec = 0 },
+                                      .query = API_QUERY_WAIT | API_QUERY_QUEUE, .default_wait_sec = 0 },
     [API_ROUTE_WORKSPACE_QUOTA] = { API_ROUTE_WORKSPACE_QUOTA, "PUT", "/v1/workspaces/{id}/quota",
                                     API_PARAM_WORKSPACE, 200, .mutating = true, .operation = true,
                                     .query = API_QUERY_WAIT, .body = API_BODY_QUOTA, .default_wait_sec = 60 },
@@ -224,6 +225,7 @@ static const struct {
     { "since", API_QUERY_SINCE },
     { "dry_run", API_QUERY_DRY_RUN },
     { "stop_workspaces", API_QUERY_STOP_WORKSPACES },
+    { "queue", API_QUERY_QUEUE },
 };
 
 /* The names a route takes, for the error message. */
@@ -264,6 +266,7 @@ static int query_value(ApiQueryKey k, const char *key, const char *value, ApiQue
     }
     case API_QUERY_DESTROY_DATA:
     case API_QUERY_DRY_RUN:
+    case API_QUERY_QUEUE:
     case API_QUERY_STOP_WORKSPACES: {
         bool b;
         /* "?destroy_data" alone is ambiguous: refused rather than guessed. */
@@ -273,6 +276,8 @@ static int query_value(ApiQueryKey k, const char *key, const char *value, ApiQue
             q->destroy_data = b;
         else if (k == API_QUERY_DRY_RUN)
             q->dry_run = b;
+        else if (k == API_QUERY_QUEUE)
+            q->queue = b;
         else {
             q->has_stop_workspaces = true;
             q->stop_workspaces = b;

@@ -65,6 +65,7 @@ typedef enum ApiQueryKey {
     API_QUERY_SINCE = 1u << 2,         /* since=SEQ: events after SEQ */
     API_QUERY_DRY_RUN = 1u << 3,       /* dry_run=true|false */
     API_QUERY_STOP_WORKSPACES = 1u << 4, /* stop_workspaces=true|false */
+    API_QUERY_QUEUE = 1u << 5,         /* queue=true|false: wait for a volume out of service */
 } ApiQueryKey;
 
 typedef enum ApiBodyKind {
@@ -169,6 +170,8 @@ typedef struct ApiQuery {
     bool dry_run;
     bool has_stop_workspaces;
     bool stop_workspaces;
+    bool queue;                  /* ?queue=true: a create or restart whose volume is out of
+                                    service waits for it instead of being refused */
 } ApiQuery;
 
 /*

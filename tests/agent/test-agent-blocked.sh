@@ -11,6 +11,10 @@
 #  3. the image back and a reload: the pool is in service again, the
 #     workspaces start by themselves, and every file (large ones in the
 #     pool) reads back byte-identical;
+#     While it is away, a create or restart is refused at once (409
+#     blocked, naming content-0); queued (--queue) it waits, --wait bounds
+#     the command (exit 8, the operation's id and why it is blocked), and
+#     the operation completes once the volume is back;
 #  4. an unmounted volume under a running agent: a daemon that dies is not
 #     restarted on the bare directory (blocked), and comes back with it.
 TEST_NAME=agent-blocked
@@ -64,10 +68,36 @@ assert_eq 503 "$(api GET /v1/health >/dev/null; st)" "/v1/health while workspace
 pgrep -f -- "--state $WORK/" >/dev/null && fail "a daemon runs without its content pool: $(pgrep -af -- "--state $WORK/")"
 [ -z "$(ls -A "$WORK/root/volumes/content-0" 2>/dev/null)" ] || fail "files on the bare content-0 directory: $(ls -A "$WORK/root/volumes/content-0")"
 
+log "2b. creates and restarts that need content-0: refused at once, or queued and bounded by --wait"
+# (issue 35, defect 4: these waited for as long as the fault lasted)
+api POST /v1/workspaces '{"id":"b3"}' >"$WORK/b3.out"
+assert_eq 409 "$(st)" "a create while content-0 is out of service"
+assert_eq blocked "$(jget "$(cat "$WORK/b3.out")" "d['error']['code']")" "its code"
+grep -q content-0 "$WORK/b3.out" || fail "the refusal does not name content-0: $(cat "$WORK/b3.out")"
+api POST /v1/workspaces/b1/restart >"$WORK/r.out"
+assert_eq 409 "$(st)" "a restart while content-0 is out of service"
+grep -q '"blocked"' "$WORK/r.out" || fail "the restart's refusal: $(cat "$WORK/r.out")"
+rc=0; "$LAYOUTCTL" --socket "$SOCK" add b3 >"$WORK/add.out" 2>&1 || rc=$?
+assert_eq 1 "$rc" "layoutctl add while content-0 is out of service (refused)"
+start=$SECONDS
+rc=0; "$LAYOUTCTL" --socket "$SOCK" add b3 --queue --wait 3 >"$WORK/addq.out" 2>&1 || rc=$?
+assert_eq 8 "$rc" "layoutctl add --queue --wait 3 (exit code of a --wait that ran out): $(cat "$WORK/addq.out")"
+[ $((SECONDS - start)) -le 15 ] || fail "add --wait 3 took $((SECONDS - start)) s"
+grep -q "operation op-" "$WORK/addq.out" || fail "add --wait did not print the operation's id: $(cat "$WORK/addq.out")"
+grep -q "blocked: .*content-0" "$WORK/addq.out" || fail "add --wait did not say why: $(cat "$WORK/addq.out")"
+op=$(grep -o 'op-[0-9a-f]*' "$WORK/addq.out" | head -1)
+jget "$(api GET "/v1/operations/$op")" "d['blocked']" | grep -q content-0 ||
+    fail "the queued create's operation does not say it is blocked: $(api GET "/v1/operations/$op")"
+rc=0; "$LAYOUTCTL" --socket "$SOCK" restart b2 --queue --wait 2 >"$WORK/rq.out" 2>&1 || rc=$?
+assert_eq 8 "$rc" "layoutctl restart --queue --wait 2: $(cat "$WORK/rq.out")"
+
 log "3. the image back, a reload: the workspaces start by themselves, data intact"
 mv "$WORK/content-0.img.away" "$WORK/root/images/content-0.img"
 "$LAYOUTCTL" --socket "$SOCK" reload >/dev/null || fail "reload"
-for w in b1 b2; do wait_for 30 state_is "$w" running || fail "$w not running once content-0 is back: $(state "$w")"; done
+for w in b1 b2 b3; do wait_for 30 state_is "$w" running || fail "$w not running once content-0 is back: $(state "$w")"; done
+op_done() { [ "$(jget "$(api GET "/v1/operations/$op")" "d['state']")" = succeeded ]; }
+wait_for 30 op_done || fail "the queued create did not complete once content-0 is back: $(api GET "/v1/operations/$op")"
+assert_eq None "$(jget "$(api GET "/v1/operations/$op")" "d['blocked']")" "blocked, once the operation ended"
 echo 3 >/proc/sys/vm/drop_caches
 for w in b1 b2; do (cd "$WORK/mnt/$w" && sha256sum -c --quiet "$WORK/$w.sums") || fail "$w: files changed"; done
 grep -q "unblocked" "$AGENT_LOG" || fail "the unblocking is not logged"
