@@ -58,7 +58,30 @@ const char *agent_volume_health(Agent *a, const VolumeObservation *v, const char
     return volume_health_to_string(h);
 }
 
+/* Observations taken before a volume went bring it back: dropped again,
+ * unless the record holds it again (carved anew). */
+static void forget_gone(Agent *a) {
+    for (size_t i = 0; a->gone_volumes && a->gone_volumes[i];) {
+        if (state_record_find_volume(agent_record(a), a->gone_volumes[i])) {
+            free(a->gone_volumes[i]);
+            memmove(a->gone_volumes + i, a->gone_volumes + i + 1,
+                    (strv_length((const char *const *) (a->gone_volumes + i + 1)) + 1) * sizeof(char *));
+            continue;
+        }
+        if (a->engine->observation)
+            (void) observation_remove(a->engine->observation, a->gone_volumes[i]);
+        i++;
+    }
+}
+
+void agent_volume_gone(Agent *a, const char *name) {
+    if (!strv_contains((const char *const *) a->gone_volumes, name) && strv_extend(&a->gone_volumes, name) < 0)
+        log_oom();
+    agent_volumes_changed(a);
+}
+
 void agent_volumes_changed(Agent *a) {
+    forget_gone(a);
     api_server_changed(a->api); /* the volumes' answers are stale now */
     agent_modules_observed(a);
     if (a->ready)

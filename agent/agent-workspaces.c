@@ -583,8 +583,10 @@ static void on_reclaimed(Agent *a, int error, const char *message, ApplyResult *
                          void *userdata) {
     _cleanup_free_ char *volume = userdata;
     bool ok = error >= 0 && apply_result_ok(res);
-    if (ok)
+    if (ok) {
         log_notice("volume %s: reclaimed: it held no workspace and the pool keeps min_volumes without it", volume);
+        agent_volume_gone(a, volume);
+    }
     else
         log_warning("volume %s: not reclaimed: %s", volume, message ?: error < 0 ? strerror(-error) : "see its state");
     json_object *f = json_object_new_object();
@@ -619,7 +621,10 @@ static void reclaim_empty_volumes(Agent *a) {
         json_object_object_add(args, "volume", json_object_new_string(v->name));
         char *name = strdup(v->name);
         log_info("volume %s: holds no workspace, beyond min_volumes (%u): reclaiming it", v->name, p->min_volumes);
-        if (!name || agent_job_submit(a, WORKER_OP_RECLAIM, args, v->name, NULL, on_reclaimed, name) < 0) {
+        /* Its result is not kept (AGENT_JOB_OWN_RESULT): a reclaimed
+         * volume leaves every view at once. */
+        if (!name || agent_job_submit_full(a, WORKER_OP_RECLAIM, args, v->name, NULL, AGENT_JOB_OWN_RESULT,
+                                          on_reclaimed, name) < 0) {
             free(name);
             log_warning("volume %s: cannot start its reclaim, ignoring", v->name);
         }

@@ -319,6 +319,7 @@ Agent *agent_free(Agent *a) {
     a->saver = record_saver_free(a->saver);
     apply_result_free(a->volume_results);
     strv_free(a->reload_notes);
+    strv_free(a->gone_volumes);
     engine_free(a->engine);
     free(a->last_reload_error);
     free(a->last_status);

@@ -132,6 +132,8 @@ typedef struct Agent {
 
     /* The observation refresh (agent-volumes.c). */
     Worker *observer;
+    char **gone_volumes;         /* reclaimed: dropped from every observation merged
+                                    later (one taken before the end would show them) */
     bool observe_again;
     uint64_t observe_start_seq;  /* job_seq when the running refresh started */
     sd_event_source *observe_timer;
@@ -378,6 +380,10 @@ const char *agent_volume_health(Agent *a, const VolumeObservation *v, const char
  * is decided, health assessed and its transitions reported, blocked
  * workspaces start, ...). */
 void agent_volumes_changed(Agent *a);
+/* A volume is gone (reclaimed): it leaves the observation, the views and
+ * the problems now, and stays out of observations taken before its end,
+ * until the record holds a volume of that name again. */
+void agent_volume_gone(Agent *a, const char *name);
 /* Merges statfs figures ([{"path", "statfs_error", "fs_size", ...}], from
  * the capacity watch or the flush probe) into the cached observation. */
 void agent_volumes_merge_statfs(Agent *a, json_object *list);

@@ -418,17 +418,44 @@ typedef struct SigCtx {
     Stats *stats;
     Committer *committer;
     const char *mode;
+    const CasPool *pool;
 } SigCtx;
 
+/* How often objects counted missing are looked for again. */
+#define MISSING_RECHECK_SEC 10
+
+static int pool_object_state(void *userdata, const char *hex) {
+    return cas_object_state(userdata, hex);
+}
+
+/* SIGUSR1: the stats to stderr and the stats file. Between signals, every
+ * MISSING_RECHECK_SEC while objects are counted missing: those put back
+ * in the pool are counted no more, and the stats file says so (the agent's
+ * health follows it). */
 static void *sigusr1_thread(void *arg) {
     SigCtx *s = arg;
     sigset_t set;
     sigemptyset(&set);
     sigaddset(&set, SIGUSR1);
     for (;;) {
-        int sig;
-        if (sigwait(&set, &sig) != 0 || atomic_load(&stopping))
+        const struct timespec t = { .tv_sec = MISSING_RECHECK_SEC };
+        int sig = sigtimedwait(&set, NULL, &t);
+        if (atomic_load(&stopping))
             return NULL;
+        if (sig < 0) {
+            if (errno != EAGAIN && errno != EINTR)
+                return NULL;
+            if (atomic_load(&s->stats->objects_missing) == 0)
+                continue;
+            size_t back = stats_recheck_missing(s->stats, pool_object_state, (void *) s->pool);
+            if (back > 0) {
+                fprintf(stderr, "layoutd-wsfs: %zu missing object(s) are back in the content pool (%" PRIu64
+                        " still missing)\n", back, (uint64_t) atomic_load(&s->stats->objects_missing));
+                committer_write_stats(s->committer);
+            }
+            continue;
+        }
+        (void) stats_recheck_missing(s->stats, pool_object_state, (void *) s->pool);
         char buf[8192];
         stats_format(s->stats, s->mode, buf, sizeof(buf));
         fprintf(stderr, "layoutd-wsfs: stats %s\n", buf);
@@ -542,7 +569,7 @@ int main(int argc, char **argv) {
         return EXIT_FAILURE;
     }
     fs_set_committer(fs, committer);
-    SigCtx sctx = { &stats, committer, commit_mode_to_string(a.mode) };
+    SigCtx sctx = { &stats, committer, commit_mode_to_string(a.mode), &pool };
     pthread_t sigthread;
     if ((r = pthread_create(&sigthread, NULL, sigusr1_thread, &sctx)) != 0) {
         fprintf(stderr, "layoutd-wsfs: starting: %s\n", strerror(r));

@@ -59,6 +59,47 @@ int stats_note_missing(Stats *s, const char *hex) {
     return ret;
 }
 
+size_t stats_recheck_missing(Stats *s, int (*object_state)(void *userdata, const char *hex), void *userdata) {
+    size_t back = 0;
+    pthread_mutex_lock(&s->missing_lock);
+    if (s->missing.n == 0) {
+        pthread_mutex_unlock(&s->missing_lock);
+        return 0;
+    }
+    /* Rebuilt from the ones still missing: the set has no removal, and
+     * the listed digests follow the set. */
+    DigestSet still = {};
+    size_t listed = 0;
+    bool failed = false;
+    for (size_t i = 0; i < s->missing.cap; i++) {
+        if (!s->missing.used[i])
+            continue;
+        char hex[WSFS_HEX_LEN + 1];
+        digest_to_hex(&s->missing.slots[i], hex);
+        if (object_state(userdata, hex) > 0) {
+            back++;
+            continue;
+        }
+        if (digest_set_add(&still, &s->missing.slots[i]) < 0) {
+            failed = true;
+            break;
+        }
+        if (listed < WSFS_MISSING_LISTED)
+            memcpy(s->missing_listed[listed++], hex, WSFS_HEX_LEN + 1);
+    }
+    if (failed || back == 0) { /* out of memory: the old count stands (never less than the truth) */
+        digest_set_done(&still);
+        pthread_mutex_unlock(&s->missing_lock);
+        return failed ? 0 : back;
+    }
+    digest_set_done(&s->missing);
+    s->missing = still;
+    s->n_missing_listed = listed;
+    atomic_store(&s->objects_missing, still.n);
+    pthread_mutex_unlock(&s->missing_lock);
+    return back;
+}
+
 void stats_log_missing(Stats *s, bool now_or_never) {
     pthread_mutex_lock(&s->missing_lock);
     usec_t now = now_mono();

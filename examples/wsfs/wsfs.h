@@ -185,6 +185,13 @@ int stats_note_missing(Stats *s, const char *hex);
 /* Logs how many were not named since the last such line: at once when
  * now_or_never (a walk ended), else at most once a minute. */
 void stats_log_missing(Stats *s, bool now_or_never);
+/* Looks again at each object counted missing (object_state: >0 it is in
+ * the pool now, as cas_object_state() answers) and stops counting those
+ * that are back, so a workspace's missing count follows the pool instead
+ * of sticking until the daemon restarts. A file whose object is back reads
+ * its data again at its next open.
+ * Returns: how many came back. */
+size_t stats_recheck_missing(Stats *s, int (*object_state)(void *userdata, const char *hex), void *userdata);
 
 /* Formats the counters as one line of JSON (no newline) into buf.
  * Returns: the length that was needed (like snprintf). */

@@ -75,6 +75,17 @@ const ProbeResult *volume_observation_fs_probe(const VolumeObservation *o) {
     return o->probed ? &o->probe : NULL;
 }
 
+bool observation_remove(Observation *o, const char *name) {
+    VolumeObservation *v = observation_find_mut(o, name);
+    if (!v)
+        return false;
+    volume_observation_done(v);
+    size_t i = (size_t) (v - o->volumes);
+    memmove(o->volumes + i, o->volumes + i + 1, (o->n - i - 1) * sizeof(*v));
+    o->n--;
+    return true;
+}
+
 int observation_put(Observation *o, VolumeObservation *v) {
     VolumeObservation *old = observation_find_mut(o, v->name);
     if (old) {

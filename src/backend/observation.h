@@ -139,6 +139,10 @@ const ProbeResult *volume_observation_fs_probe(const VolumeObservation *o);
  * zeroed). Returns 0 or -ENOMEM (v untouched). */
 int observation_put(Observation *o, VolumeObservation *v);
 
+/* Drops the entry of name (a volume that is gone). Returns: whether there
+ * was one. */
+bool observation_remove(Observation *o, const char *name);
+
 /* Reads /sys/block/loopN/stat. Returns -errno or 0. */
 int observe_loop_io_stats(int loop_nr, LoopIoStats *ret);
 

@@ -142,8 +142,8 @@ int capacity_assess(const Pool *p, const VolumeObservation *v, const HealthInput
     if (in->objects_missing > 0)
         ADD(VOLUME_HEALTH_DEGRADED, "objects-missing",
             "%s: %" PRIu64 " object(s) that %u workspace(s) reference are missing from it (%s%s): those files read "
-            "as I/O errors, their references are kept; put the objects back (a backup of the pool), and "
-            "`layoutctl check` lists every file",
+            "as I/O errors, their references are kept; put the objects back (a backup of the pool): this clears "
+            "within seconds of their return (each daemon looks again every 10 s); `layoutctl check` lists every file",
             v->name, in->objects_missing, in->missing_workspaces, in->missing_example ? "one is " : "",
             in->missing_example ?: "digests unknown");
     if (in->probe_error == ENOSPC || in->probe_error == EDQUOT)

@@ -99,7 +99,8 @@ static int workspace_problems(Problems *ps, const ProblemInputs *in) {
         if (w->objects_missing > 0 &&
             (r = add(ps, "workspace", w->id, VOLUME_HEALTH_DEGRADED, "objects-missing",
                      "%s: %" PRIu64 " object(s) its files reference are missing from the content pool (%s%s): "
-                     "those files read as I/O errors, their references are kept; restore the pool, and "
+                     "those files read as I/O errors, their references are kept; restore the pool: this "
+                     "clears within seconds of their return (the daemon looks again every 10 s); "
                      "`layoutctl check` lists every file",
                      w->id, w->objects_missing, w->missing_example ? "one is " : "",
                      w->missing_example ?: "digests unknown")) < 0)

@@ -428,9 +428,62 @@ static void action_signal(Workspace *w, int sig) {
                (int) w->pid, strerror(-r));
 }
 
+/* The mount point, made (parents 0755) or found, and closed to everyone
+ * but its daemon while nothing is mounted on it: while a workspace is
+ * blocked, stopped or between restarts its mount point is a bare
+ * directory on the host, and a process that wrote there would write to the
+ * host's filesystem, not the workspace. A daemon running as root needs no
+ * permission on it (mode 0000); any other needs write access to mount
+ * (fusermount3 checks it), so it owns it with mode 0700. Whatever is
+ * mounted there has its own root's mode, so users of the mounted
+ * workspace see no difference. Returns: <0 on error, 0. */
+static int mountpoint_prepare(Workspace *w) {
+    _cleanup_free_ char *parent = strdup(w->mountpoint);
+    if (!parent)
+        return -ENOMEM;
+    char *slash = strrchr(parent, '/');
+    if (!slash || !slash[1])
+        return -EINVAL;
+    const char *name = w->mountpoint + (slash - parent) + 1;
+    if (slash == parent)
+        slash[1] = 0;
+    else
+        *slash = 0;
+    int r = mkdir_p(parent, 0755);
+    if (r < 0)
+        return r;
+    _cleanup_close_ int pfd = open(parent, O_PATH | O_DIRECTORY | O_CLOEXEC);
+    if (pfd < 0)
+        return -errno;
+    if (mkdirat(pfd, name, 0) < 0 && errno != EEXIST)
+        return -errno;
+    struct stat pst, st;
+    if (fstat(pfd, &pst) < 0 || fstatat(pfd, name, &st, AT_SYMLINK_NOFOLLOW) < 0)
+        return -errno;
+    if (!S_ISDIR(st.st_mode))
+        return -ENOTDIR;
+    if (st.st_dev != pst.st_dev)
+        return 0; /* something is mounted there: its root is not ours to change */
+    bool as_root = w->creds.uid == 0;
+    if ((st.st_uid != w->creds.uid || st.st_gid != w->creds.gid) &&
+        fchownat(pfd, name, w->creds.uid, w->creds.gid, AT_SYMLINK_NOFOLLOW) < 0)
+        return -errno;
+    if ((st.st_mode & 07777) != (as_root ? 0000 : 0700) && fchmodat(pfd, name, as_root ? 0000 : 0700, 0) < 0)
+        return -errno;
+    return 0;
+}
+
+/* A removed workspace's mount point goes with it: rmdir only, so that a
+ * mount still there (EBUSY) or anything a process wrote into the bare
+ * directory (ENOTEMPTY) stays, and is logged. */
+static void mountpoint_remove(Workspace *w) {
+    if (rmdir(w->mountpoint) < 0 && errno != ENOENT)
+        ws_log(w, LOG_WARNING, "removed, but its mount point %s stays: %s", w->mountpoint, strerror(errno));
+}
+
 static int action_spawn(Workspace *w) {
     Supervisor *s = w->sup;
-    int r = mkdir_p(w->mountpoint, 0755);
+    int r = mountpoint_prepare(w);
     if (r < 0) {
         ws_log(w, LOG_ERR, "cannot create mount point %s: %s", w->mountpoint, strerror(-r));
         return r;
@@ -521,6 +574,13 @@ static void workspace_dispatch(Workspace *w, SupervisorEvent ev) {
     }
     if (a & SUPERVISOR_ACTION_CLEANUP_MOUNT)
         action_cleanup_mount(w);
+    /* Blocked, the mount point stays bare for as long as the volume is
+     * out of service: closed now, not only at the next spawn. */
+    if (w->state == SUPERVISOR_BLOCKED && old != SUPERVISOR_BLOCKED) {
+        int k = mountpoint_prepare(w);
+        if (k < 0)
+            ws_log(w, LOG_WARNING, "cannot close the bare mount point %s: %s", w->mountpoint, strerror(-k));
+    }
     if (a & SUPERVISOR_ACTION_RESET_TALLY) {
         backoff_tally_reset(&w->tally);
         w->attempt = 0;
@@ -652,6 +712,7 @@ static int post_handler(sd_event_source *src, void *userdata) {
         s->n_ws--;
         if (w->fifo_path)
             (void) unlink(w->fifo_path);
+        mountpoint_remove(w);
         if (w->remove_cb)
             w->remove_cb(s, w->id, w->remove_userdata);
         workspace_free(w);

@@ -65,6 +65,9 @@ jget "$(api GET /v1/workspaces/b1)" "d['daemon']['blocked_by']" | grep -q "conte
 jget "$(api GET /v1/status)" "[p['message'] for p in d['problems'] if p.get('workspace')=='b1' and p['code']=='blocked'][0]" |
     grep -q content-0 || fail "no 'blocked' problem naming content-0: $(api GET /v1/status)"
 assert_eq 503 "$(api GET /v1/health >/dev/null; st)" "/v1/health while workspaces are blocked"
+# Its bare mount point is closed (issue 35, defect 10): nothing lands on
+# the host's filesystem through it (root's daemon needs no permission).
+for w in b1 b2; do assert_eq 0 "$(stat -c %a "$WORK/mnt/$w")" "$w's bare mount point's mode while blocked"; done
 pgrep -f -- "--state $WORK/" >/dev/null && fail "a daemon runs without its content pool: $(pgrep -af -- "--state $WORK/")"
 [ -z "$(ls -A "$WORK/root/volumes/content-0" 2>/dev/null)" ] || fail "files on the bare content-0 directory: $(ls -A "$WORK/root/volumes/content-0")"
 

@@ -5,7 +5,10 @@
 # while the intent it led to counted those being created: of 8 creates at
 # once with workspaces_per_volume: 1, 7 got "409 volume state-0 holds 1
 # workspaces already", and 17 of 50 on a 6-per-volume layout with room.
-#  1. workspaces_per_volume: 1, 8 creates at once: 8 created, 8 volumes.
+#  1. workspaces_per_volume: 1, 8 creates at once: 8 created, 8 volumes;
+#     removed, they leave no mount point behind (defect 10), and the next
+#     start's reclaims of the empty volumes leave no trace in the views
+#     (defect 8).
 #  2. workspaces_per_volume: 6, max_volumes: 10, 50 creates at once (and
 #     then 10 removes mixed with 10 more creates): every one created, and
 #     no volume ever holds more than 6.
@@ -64,6 +67,21 @@ for i in $(seq 1 8); do
     api DELETE "/v1/workspaces/a$i?destroy_data=true&wait=60" >/dev/null
     assert_eq 200 "$(st)" "removing a$i"
 done
+# Removed means removed: no mount point directory is left (issue 35, defect 10).
+[ -z "$(ls -A "$WORK/mnt")" ] || fail "removed workspaces left their mount points: $(ls -A "$WORK/mnt")"
+stop_agent
+
+# The next start reclaims the 7 empty volumes beyond min_volumes; each
+# leaves the views as its reclaim ends (issue 35, defect 8: they were
+# listed with the host's size, and statfs and flush-probe problems raised,
+# for seconds after).
+start_agent "$L"
+seven() { [ "$(grep -c 'reclaimed: it held no workspace' "$AGENT_LOG")" -ge 7 ]; }
+wait_for 60 seven || fail "7 reclaims did not end: $(grep -i reclaim "$AGENT_LOG")"
+vols=$(jget "$(api GET /v1/volumes)" "' '.join(sorted(v['name'] for v in (d['volumes'] if isinstance(d, dict) else d)))")
+assert_eq "content-0 state-0" "$vols" "the volumes listed once the reclaims ended"
+problems=$(jget "$(api GET /v1/status)" "[p['message'] for p in d['problems'] if p.get('volume','').startswith('state-') and p.get('volume') != 'state-0']")
+assert_eq "[]" "$problems" "problems of reclaimed volumes"
 stop_agent
 
 # 2. Six per volume, room for 60: 50 at once, then removes and creates mixed.

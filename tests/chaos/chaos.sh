@@ -41,7 +41,10 @@
 #   must show in /v1/status; the agent is restarted and the volume's log
 #   replays), host-full (the host filesystem under the backing images
 #   fills up: the agent must report it, nothing fsynced may be lost, and
-#   everything serves again once the space is back). The root of the run
+#   everything serves again once the space is back), api-churn (a dozen
+#   creates at once with restarts and an export among them, then the new
+#   workspaces removed at once: refusals only for want of room, the bound
+#   held, nothing left behind). The root of the run
 #   is its own small ext4 (a loop device) so that this fault fills that,
 #   never the machine's filesystem.
 # Invariants after each fault (writers paused):
@@ -456,10 +459,63 @@ fault() {
             agent_gone INT
             unmount_volume "$v"
             restart_agent ;;
+        api-churn)
+            # What an orchestrator does (issue 35): a dozen creates at once
+            # with restarts of the running workspaces and an export among
+            # them, then every new one removed at once. A create may only
+            # be refused for want of room (507), never 409 while a slot is
+            # free; each restart and the export succeed; the bound holds;
+            # afterwards the record, mounts and daemons are as before
+            # (verify_machine) and no removed workspace leaves a trace.
+            local codes=() pids=() i c created=()
+            for i in $(seq 1 12); do
+                curl -s --max-time 120 --unix-socket "$SOCK" -X POST -H 'Content-Type: application/json' \
+                    -o /dev/null -w '%{http_code}' --data "{\"id\":\"x$i\"}" \
+                    "http://layoutd/v1/workspaces?wait=100" >"$WORK/churn-$i.code" 2>/dev/null &
+                pids+=($!)
+            done
+            for w in $WSS; do
+                curl -s --max-time 120 --unix-socket "$SOCK" -X POST -o /dev/null -w '%{http_code}' \
+                    "http://layoutd/v1/workspaces/$w/restart?wait=100" >"$WORK/churn-$w.code" 2>/dev/null &
+                pids+=($!)
+            done
+            "$LAYOUTCTL" --socket "$SOCK" export c2 -o "$WORK/churn.tar.zst" >"$WORK/churn-export.out" 2>&1 &
+            local export_pid=$!
+            wait "${pids[@]}" || true
+            wait "$export_pid" || fail "api-churn: export of c2 among the creates: $(tail -3 "$WORK/churn-export.out")"
+            rm -f "$WORK/churn.tar.zst"
+            for w in $WSS; do
+                [ "$(cat "$WORK/churn-$w.code")" = 200 ] || fail "api-churn: restart of $w answered $(cat "$WORK/churn-$w.code")"
+            done
+            for i in $(seq 1 12); do
+                c=$(cat "$WORK/churn-$i.code")
+                case $c in
+                    201) created+=("x$i") ;;
+                    507) count_fault api-churn-pool-full ;;
+                    *) fail "api-churn: create x$i answered $c (only 201, or 507 for want of room)" ;;
+                esac
+            done
+            [ "$(jget "$(cat "$WORK/root/layoutd-state.json")" \
+                "max([sum(1 for w in d['workspaces'] if w['volume']==v and (w.get('active') or w.get('creating'))) for v in set(w['volume'] for w in d['workspaces'])])")" -le 2 ] ||
+                fail "api-churn: a volume holds more than workspaces_per_volume (2)"
+            log "api-churn: ${#created[@]} of 12 created"
+            pids=()
+            for w in "${created[@]}"; do
+                curl -s --max-time 120 --unix-socket "$SOCK" -X DELETE -o /dev/null -w '%{http_code}' \
+                    "http://layoutd/v1/workspaces/$w?destroy_data=true&wait=100" >"$WORK/churn-rm-$w.code" 2>/dev/null &
+                pids+=($!)
+            done
+            wait "${pids[@]}" || true
+            for w in "${created[@]}"; do
+                [ "$(cat "$WORK/churn-rm-$w.code")" = 200 ] || fail "api-churn: remove of $w answered $(cat "$WORK/churn-rm-$w.code")"
+                [ ! -e "$WORK/mnt/$w" ] || fail "api-churn: removed $w left its mount point"
+            done
+            [ "$(jget "$(api GET /v1/workspaces)" "len(d['workspaces'])")" = 3 ] ||
+                fail "api-churn: workspaces after the churn: $(api GET /v1/workspaces)" ;;
     esac
 }
 KINDS=(agent-kill9 agent-term agent-int daemon-kill9 sweeper-kill9 teardown content-ro fill
-       image-moved xfs-shutdown content-shutdown host-full)
+       image-moved xfs-shutdown content-shutdown host-full api-churn)
 # CHAOS_KINDS="a b": only these (to try one fault kind while working on it)
 [ -z "${CHAOS_KINDS:-}" ] || read -ra KINDS <<<"$CHAOS_KINDS"
 # next_kind: the kinds in a seeded shuffle, every one once before any
