@@ -107,6 +107,8 @@ int layoutctl_is_healthy(int argc, char **argv, const LayoutctlGlobals *g) {
         if ((ec = client_wait_ready("is-healthy", &o.args, &r)) != 0)
             return ec;
         reply_done(&r);
+        /* The time is spent: an agent gone since is not waited for again. */
+        o.args.wait_given = false;
     }
     ec = client_call("is-healthy", &o.args, "GET", "/v1/health", NULL, &r);
     if (ec != 0)
