@@ -551,6 +551,90 @@ int client_stream(const char *verb, const ClientArgs *a, const char *path, bool 
     return LAYOUTCTL_EXIT_OK;
 }
 
+/* on_line of the wait for ready: stops at agent.ready. */
+static bool on_ready_line(const char *line, void *userdata) {
+    bool *ready = userdata;
+    json_object *o = json_tokener_parse(line);
+    *ready = streq_ptr(jstr(o, "type"), "agent.ready");
+    json_object_put(o);
+    return !*ready;
+}
+
+/* Follows the event stream until agent.ready, the stream's end (the agent
+ * stopped) or the deadline. since_start: replay the events this agent
+ * holds, so that an agent.ready sent between the look at its state and
+ * this connection is not missed (an agent says it once; a stopping one
+ * said it long ago, so it is followed from now on). Returns true when
+ * agent.ready came. */
+static bool follow_until_ready(const ClientArgs *a, bool since_start, usec_t deadline) {
+    usec_t now = now_usec(CLOCK_MONOTONIC);
+    if (now >= deadline)
+        return false;
+    char errbuf[CURL_ERROR_SIZE] = "";
+    struct curl_slist *headers = NULL;
+    CURL *curl = request_new(a, "GET", since_start ? "/v1/events?since=0" : "/v1/events", NULL, &headers, errbuf);
+    if (!curl)
+        return false;
+    bool ready = false;
+    StreamState s = { .on_line = on_ready_line, .userdata = &ready };
+    curl_easy_setopt(curl, CURLOPT_WRITEFUNCTION, on_stream);
+    curl_easy_setopt(curl, CURLOPT_WRITEDATA, &s);
+    /* At least a millisecond: 0 would be "no timeout". */
+    curl_easy_setopt(curl, CURLOPT_TIMEOUT_MS, (long) MAX((deadline - now) / USEC_PER_MSEC, (usec_t) 1));
+    (void) curl_easy_perform(curl);
+    curl_slist_free_all(headers);
+    curl_easy_cleanup(curl);
+    free(s.buf);
+    return ready;
+}
+
+int client_wait_ready(const char *verb, const ClientArgs *a, Reply *ret) {
+    usec_t deadline = now_usec(CLOCK_MONOTONIC) + (a->wait_given ? a->wait : 0);
+    bool said = false;
+    unsigned tries = 0;
+    for (;;) {
+        /* One budget: the socket's wait comes out of it too (the first
+         * look has all of it, as its message says). */
+        usec_t now = now_usec(CLOCK_MONOTONIC);
+        ClientArgs b = *a;
+        if (said)
+            b.wait = deadline > now ? deadline - now : 0;
+        Reply r = {};
+        /* (Quiet, for is-healthy: a refusal is its exit code only.) */
+        int ec = a->quiet ? client_call(verb, &b, "GET", "/v1/status", NULL, &r)
+                          : client_get(verb, &b, "/v1/status", &r);
+        if (ec != 0)
+            return ec;
+        if (r.status != 200 || !r.json) {
+            reply_done(&r);
+            return LAYOUTCTL_EXIT_FAILURE;
+        }
+        const char *state = jstr(r.json, "state");
+        /* An answer without a state is not one to wait on: the verb shows it. */
+        if (!a->wait_given || !state || streq(state, "ready")) {
+            *ret = r;
+            return 0;
+        }
+        if (now_usec(CLOCK_MONOTONIC) >= deadline) {
+            if (a->wait > 0 && !a->quiet)
+                fprintf(stderr, "layoutctl %s: layoutd is still %s after %" PRIu64 "s\n", verb, client_safe(0, state),
+                        a->wait / USEC_PER_SEC);
+            *ret = r;
+            return 0;
+        }
+        if (!said && !a->json && !a->quiet)
+            fprintf(stderr, "layoutctl %s: layoutd is %s; waiting up to %" PRIu64 "s for it to be ready\n", verb,
+                    client_safe(0, state), a->wait / USEC_PER_SEC);
+        said = true;
+        bool starting = streq(state, "starting");
+        reply_done(&r);
+        /* No agent.ready (the agent stopped, or would not stream): look
+         * again after a pause, so that nothing spins. */
+        if (!follow_until_ready(a, starting, deadline))
+            (void) wait_more(deadline, &tries);
+    }
+}
+
 json_object *jget(json_object *o, const char *path) {
     char key[128];
     while (o && path && *path) {

@@ -99,6 +99,18 @@ int client_call_operation(const char *verb, const ClientArgs *a, const char *met
 int client_stream(const char *verb, const ClientArgs *a, const char *path, bool (*on_line)(const char *line, void *ud),
                   void *userdata);
 
+/*
+ * GET /v1/status for a reading verb. With --wait, waits (up to a->wait, the
+ * socket's wait included) until the agent says it is ready: follows the
+ * event stream for agent.ready rather than polling, and looks again when
+ * the stream ends (an agent that stops and comes back). When the time is
+ * up, says on stderr in which state the agent still is (unless quiet or
+ * --wait 0). Without --wait, one look.
+ * Returns: 0 with *ret the last status (200, JSON; ready unless the time
+ * ran out), or the exit code after printing what went wrong.
+ */
+int client_wait_ready(const char *verb, const ClientArgs *a, Reply *ret);
+
 /* JSON helpers: a member (dotted path "daemon.state" allowed), NULL-safe. */
 json_object *jget(json_object *o, const char *path);
 const char *jstr(json_object *o, const char *path);
@@ -144,7 +156,8 @@ int client_parse(int argc, char **argv, const LayoutctlGlobals *g, unsigned sets
     "  --socket PATH   the agent's API socket (default " LAYOUT_API_SOCKET_DEFAULT ")\n"     \
     "  --wait SEC      wait up to SEC seconds for the agent: for a change, while it\n"      \
     "                  starts (default 60); when given, also while it is not running\n"   \
-    "                  yet (no socket, nothing listens)\n"                                 \
+    "                  yet (no socket, nothing listens); status and is-healthy wait\n"    \
+    "                  until it is ready\n"                                                \
     "  -h, --help\n"                                                                       \
     "\n"                                                                                   \
     "Exit status: 0 ok, 1 request failed, 2 usage, 3 layoutd not reachable,\n"             \

@@ -24,13 +24,15 @@ int layoutctl_status(int argc, char **argv, const LayoutctlGlobals *g) {
                                 "Shows the agent's state, its layout, a summary of volumes and workspaces,\n"
                                 "and every problem it knows of. Exits 5 when the agent is degraded, starting\n"
                                 "or stopping (as GET /v1/health answers 503), so that scripts can tell.\n"
+                                "With --wait SEC, waits until the agent is ready (or SEC is up, then says\n"
+                                "in which state it still is and exits 5).\n"
                                 "\n" CLIENT_COMMON_HELP "5 the agent is degraded, starting or stopping.\n";
     ClientOptions o;
     int ec = client_parse(argc, argv, g, 0, NULL, 0, NULL, 0, usage, &o);
     if (ec != 0)
         return ec < 0 ? LAYOUTCTL_EXIT_OK : ec;
     Reply r = {};
-    if ((ec = client_get("status", &o.args, "/v1/status", &r)) != 0)
+    if ((ec = client_wait_ready("status", &o.args, &r)) != 0)
         return ec;
     json_object *j = r.json;
     ec = status_is_healthy(j) ? LAYOUTCTL_EXIT_OK : LAYOUTCTL_EXIT_UNHEALTHY;
@@ -90,7 +92,8 @@ int layoutctl_is_healthy(int argc, char **argv, const LayoutctlGlobals *g) {
         "Prints nothing; exits 0 when the agent is ready and nothing is worse than a\n"
         "warning (GET /v1/health answers 200), 5 when it is degraded, starting or\n"
         "stopping, 3 when it does not answer. For scripts, probes and ExecCondition=,\n"
-        "as `systemctl is-active -q`.\n"
+        "as `systemctl is-active -q`. With --wait SEC, waits until the agent is\n"
+        "ready first (exit 5 when SEC is up before).\n"
         "\n" CLIENT_COMMON_HELP "5 the agent is degraded, starting or stopping.\n";
     ClientOptions o;
     int ec = client_parse(argc, argv, g, 0, NULL, 0, NULL, 0, usage, &o);
@@ -99,6 +102,14 @@ int layoutctl_is_healthy(int argc, char **argv, const LayoutctlGlobals *g) {
     /* Quiet: the exit code says it all. */
     o.args.quiet = true;
     Reply r = {};
+    /* --wait: for the agent to be ready, not only to answer. */
+    if (o.args.wait_given) {
+        if ((ec = client_wait_ready("is-healthy", &o.args, &r)) != 0)
+            return ec;
+        reply_done(&r);
+        /* The time is spent: an agent gone since is not waited for again. */
+        o.args.wait_given = false;
+    }
     ec = client_call("is-healthy", &o.args, "GET", "/v1/health", NULL, &r);
     if (ec != 0)
         return ec;

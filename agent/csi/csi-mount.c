@@ -1,6 +1,8 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 /* Bind mounts onto target paths, and what mountinfo says (csi-mount.h). */
 
+#include <dirent.h>
+#include <fcntl.h>
 #include <libmount.h>
 #include <limits.h>
 #include <stdio.h>
@@ -149,6 +151,37 @@ int csi_mount_unmount(const char *target) {
     }
 }
 
+int csi_mount_check_empty(const char *target) {
+    if (isempty(target) || target[0] != '/')
+        return -EINVAL;
+    /* O_NOFOLLOW: mount(2) follows a symlink at target, out of the roots
+     * csi_mount_check_target() checked; O_DIRECTORY: a bind of a directory
+     * needs one. */
+    _cleanup_close_ int fd = open(target, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+    if (fd < 0) {
+        if (errno == ENOENT)
+            return 0;
+        return errno == ELOOP || errno == ENOTDIR ? -ENOTDIR : negative_errno();
+    }
+    DIR *d = fdopendir(fd);
+    if (!d)
+        return negative_errno();
+    TAKE_FD(fd);
+    int r = 0;
+    struct dirent *de;
+    errno = 0;
+    while ((de = readdir(d))) {
+        if (streq(de->d_name, ".") || streq(de->d_name, ".."))
+            continue;
+        r = -ENOTEMPTY;
+        break;
+    }
+    if (!de && errno > 0)
+        r = -errno;
+    closedir(d);
+    return r;
+}
+
 int csi_mount_bind(const char *source, dev_t devno, const char *target, unsigned long flags) {
     if (isempty(source) || isempty(target) || target[0] != '/' ||
         (flags & ~(MS_RDONLY | MS_NOSUID | MS_NODEV | MS_NOEXEC | MS_NOATIME)))
@@ -168,6 +201,8 @@ int csi_mount_bind(const char *source, dev_t devno, const char *target, unsigned
         made = true;
     else if (errno != EEXIST)
         return negative_errno();
+    else if ((r = csi_mount_check_empty(target)) < 0)
+        return r; /* checked by the caller already, but files may have come since */
 
     if (mount(source, target, NULL, MS_BIND, NULL) < 0) {
         r = negative_errno();

@@ -33,13 +33,22 @@ int csi_mount_at(const char *path, CsiMount *ret);
 int csi_mount_list(dev_t devno, char *const *roots, const char *except, char ***ret);
 
 /*
+ * Whether target, which is not a mount point, can take a bind: missing
+ * (it will be made), or an empty directory that is not a symlink. A
+ * mount would hide files that are there, and the directory could not be
+ * removed after it. Returns: -ENOTEMPTY, -ENOTDIR (not a directory, or a
+ * symlink), -errno, 0.
+ */
+int csi_mount_check_empty(const char *target);
+
+/*
  * Binds source (a mount point) onto target (created 0750 when missing;
  * its parent must exist), then applies flags (MS_RDONLY, MS_NOSUID,
  * MS_NODEV, MS_NOEXEC, MS_NOATIME) with a bind remount, and checks in
  * mountinfo that target is a mount of source's devno with those flags.
  * Anything half done is undone (the bind unmounted, a target it made
  * removed). Returns: -EBUSY when something is mounted at target already,
- * -errno, 0.
+ * -ENOTEMPTY / -ENOTDIR as csi_mount_check_empty(), -errno, 0.
  */
 int csi_mount_bind(const char *source, dev_t devno, const char *target, unsigned long flags);
 

@@ -7,7 +7,8 @@
  * Idempotent: the same call again finds the workspace and the bind at
  * target_path and answers OK. A conflicting call (other attributes, or
  * the other readonly) is ALREADY_EXISTS; a second target_path of a
- * single-writer volume is FAILED_PRECONDITION.
+ * single-writer volume is FAILED_PRECONDITION, and so is a target that is
+ * not an empty directory (refused before the workspace is made).
  */
 
 #include <stdio.h>
@@ -37,6 +38,20 @@ static bool access_mode_ok(AccessMode m, bool *ret_single) {
     default:
         return false;
     }
+}
+
+/* A target that cannot take the bind: the answer the man page gives. */
+static void fail_target(CsiCall *c, const char *target, int k) {
+    if (k == -ENOTEMPTY)
+        csi_call_fail(c, GRPC_STATUS_FAILED_PRECONDITION,
+                      "target_path %s is not empty: its files are not the volume's, and a mount would hide them",
+                      target);
+    else if (k == -ENOTDIR)
+        csi_call_fail(c, GRPC_STATUS_FAILED_PRECONDITION,
+                      "target_path %s is not a directory (or is a symlink): a workspace is mounted on a directory",
+                      target);
+    else
+        csi_call_fail(c, GRPC_STATUS_INTERNAL, "looking at target_path %s: %s", target, strerror(-k));
 }
 
 /* The checks that need nothing but the request. Returns: <0 with c failed. */
@@ -100,6 +115,19 @@ static int check_request(CsiCall *c, CsiPlugin *p, const Csi__V1__NodePublishVol
                       "mount flag '%s' is not supported (supported: ro, nosuid, nodev, noexec, noatime)", bad ?: "?");
         return -EINVAL;
     }
+    /* A target that is no mount point yet must be an empty directory (or
+     * missing): checked before the workspace is made, so that a refusal
+     * leaves nothing behind. (A mount there is the idempotent case, or a
+     * conflict: publish_mount() tells which.) */
+    CsiMount tm = {};
+    k = csi_mount_at(r->target_path, &tm);
+    csi_mount_done(&tm);
+    if (k == -ENOENT)
+        k = csi_mount_check_empty(r->target_path);
+    if (k < 0) {
+        fail_target(c, r->target_path, k);
+        return k;
+    }
     return 0;
 }
 
@@ -152,6 +180,10 @@ static int publish_mount(CsiCall *c, CsiPlugin *p, const Csi__V1__NodePublishVol
         }
     }
     k = csi_mount_bind(source, devno, r->target_path, flags);
+    if (k == -ENOTEMPTY || k == -ENOTDIR) {
+        fail_target(c, r->target_path, k);
+        return k;
+    }
     if (k < 0) {
         csi_call_fail(c, k == -EBUSY ? GRPC_STATUS_ALREADY_EXISTS : GRPC_STATUS_INTERNAL,
                       "binding %s onto %s: %s", source, r->target_path, strerror(-k));

@@ -40,12 +40,21 @@ static int unmount_target(CsiCall *c, CsiPlugin *p, const char *target) {
         csi_call_fail(c, GRPC_STATUS_INTERNAL, "unmounting %s: %s", target, strerror(-k));
         return k;
     }
-    /* rmdir, never a recursive delete: what is left is not ours. */
+    /* rmdir, never a recursive delete: what is left is not ours. Files
+     * below the target, or a target that is no directory, were never the
+     * volume's (publish refuses such a target, and nothing is written
+     * under a bind): they are left alone, and the workspace is removed
+     * all the same. Failing here would fail every retry, and keep the
+     * workspace and its slot for ever. */
     if (rmdir(target) < 0 && errno != ENOENT) {
         k = negative_errno();
-        csi_call_fail(c, k == -ENOTEMPTY ? GRPC_STATUS_FAILED_PRECONDITION : GRPC_STATUS_INTERNAL,
-                      "removing %s after unmounting it: %s%s", target, strerror(-k),
-                      k == -ENOTEMPTY ? " (files that are not the volume's are there: left alone)" : "");
+        if (k == -ENOTEMPTY || k == -ENOTDIR) {
+            log_warning("target_path %s is not an empty directory after unmounting it (%s): what is there is not "
+                        "the volume's, left alone",
+                        target, strerror(-k));
+            return 0;
+        }
+        csi_call_fail(c, GRPC_STATUS_INTERNAL, "removing %s after unmounting it: %s", target, strerror(-k));
         return k;
     }
     return 0;

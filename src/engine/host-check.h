@@ -11,11 +11,14 @@
  *
  * Checked: root and workspace.mount_root, with their symlinks resolved
  * (as far as they exist), are not a system directory nor one others use
- * (layout_path_why_unsafe); workspace.user and workspace.group exist.
+ * (layout_path_why_unsafe), a default mount_root only where root passed;
+ * workspace.user and workspace.group exist.
  */
 
 #include "layout.h"
 
-/* Adds one error per problem to errors (file: the layout's, line 0).
- * Returns: -ENOMEM, or the number of problems found (0: fine). */
+/* Adds one error per problem to errors, at the position of the key's value
+ * in file (layout_key_position; line 0 for a value the file does not give,
+ * such as --root). Returns: -ENOMEM, or the number of problems found (0:
+ * fine). */
 int engine_check_host(const Layout *l, const char *file, LayoutErrors *errors);

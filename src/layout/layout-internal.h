@@ -56,3 +56,10 @@ int layout_node_parse(const char *data, size_t len, const char *name, LayoutNode
 
 /* Stable sort by line, then column. */
 void layout_errors_sort(LayoutErrors *e);
+
+/* layout-marks.c: records where every value of tree stands (replacing
+ * what l had). Returns: -ENOMEM, 0. */
+int layout_marks_collect(Layout *l, const LayoutNode *tree);
+/* Forgets key's mark (its value no longer comes from the file). */
+void layout_marks_forget(Layout *l, const char *key);
+void layout_marks_done(Layout *l);

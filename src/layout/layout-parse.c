@@ -980,6 +980,9 @@ int layout_parse_string(const char *data, size_t len, const char *name, Layout *
         layout_errors_sort(errors);
         return -EINVAL;
     }
+    r = layout_marks_collect(l, tree);
+    if (r < 0)
+        return r;
     *ret = TAKE_PTR(l);
     return 0;
 }

@@ -5,7 +5,7 @@
  */
 #include <stdio.h>
 
-#include "layout.h"
+#include "layout-internal.h"
 #include "string-table.h"
 #include "util.h"
 
@@ -107,6 +107,7 @@ Layout *layout_free(Layout *l) {
     free(l->api.socket_path);
     free(l->api.socket_group);
     free(l->api.readonly_socket_path);
+    layout_marks_done(l);
     free(l);
     return NULL;
 }
@@ -130,6 +131,7 @@ int layout_set_root(Layout *l, const char *root) {
     }
     free(l->root);
     l->root = TAKE_PTR(r);
+    layout_marks_forget(l, "root");
     return 0;
 }
 

@@ -266,6 +266,12 @@ typedef struct ApiConfig {
     usec_t request_timeout;          /* default 10 s */
 } ApiConfig;
 
+/* Where a value stands in the layout's file (layout_key_position). */
+typedef struct LayoutMark {
+    char *key;                       /* "workspace.user", "pools.state.gc.command[0]" */
+    unsigned line, column;           /* 1-based, of the value */
+} LayoutMark;
+
 typedef struct Layout {
     char *source;                    /* file the layout came from */
     unsigned version;                /* LAYOUT_VERSION */
@@ -274,6 +280,9 @@ typedef struct Layout {
     Pool pools[_POOL_ROLE_MAX];      /* indexed by PoolRole */
     WorkspaceConfig workspace;
     ApiConfig api;
+    LayoutMark *marks;               /* every value the file gives; not part
+                                        of the layout's meaning (hash, JSON) */
+    size_t n_marks;
 } Layout;
 
 /* One diagnostic: file:line:column: message. line/column are 1-based;
@@ -323,8 +332,18 @@ Layout *layout_free(Layout *l);
 DEFINE_TRIVIAL_CLEANUP_FUNC(Layout *, layout_free)
 
 /* Overrides the root (and paths that default below it: the workspace mount
- * root, if it was defaulted). Returns 0 or -ENOMEM/-EINVAL (not absolute). */
+ * root, if it was defaulted); the file's position of root is forgotten. Returns 0 or -ENOMEM/-EINVAL (not absolute). */
 int layout_set_root(Layout *l, const char *root);
+
+/*
+ * Where the file gives the value of key: a dotted path as the messages
+ * name it ("root", "workspace.user", "pools.state.volume_size",
+ * "workspace.command[0]"). For an error about a value found after the
+ * parse (engine_check_host), so that it names file:line:column as the
+ * parser's do. Returns false (line and column left alone) when the file
+ * does not give it: a default, or a value set since (layout_set_root).
+ */
+bool layout_key_position(const Layout *l, const char *key, unsigned *ret_line, unsigned *ret_column);
 
 /* The pool for a role, or NULL when the layout does not declare it. */
 const Pool *layout_pool(const Layout *l, PoolRole role);

@@ -48,6 +48,12 @@ cp "$WORK/no-user.yaml" "$L"
 api POST /v1/reload >/dev/null; assert_eq 400 "$(st)" "reload with a missing user"
 jget "$(api GET /v1/status)" "[p['message'] for p in d['problems'] if p['code']=='reload-refused'][0]" |
     has "no user 'no-such-user-layoutd'" || fail "the refused reload does not say why"
+# ... and where: the value's file:line:col, as validate says it (issue 35.9).
+jget "$(api GET /v1/status)" "[p['message'] for p in d['problems'] if p['code']=='reload-refused'][0]" |
+    has -F "$L:19:9: workspace.user: no user" || fail "the refused reload does not say where: $(api GET /v1/status)"
+validate "$WORK/no-user.yaml" && fail "validate accepted no-user.yaml"
+grep -qF "$WORK/no-user.yaml:19:9: error: workspace.user: no user" "$WORK/validate.err" ||
+    fail "validate does not say where the user is: $(cat "$WORK/validate.err")"
 cp "$WORK/layout.good" "$L"
 api POST /v1/reload >/dev/null; assert_eq 200 "$(st)" "reload back"
 "$LAYOUTCTL" --socket "$SOCK" add i2 >/dev/null || fail "create after the refused reload"

@@ -448,7 +448,9 @@ static void log_stderr(void *ud, int prio, const char *msg) {
 }
 
 static int on_ready_timer(sd_event_source *s, uint64_t usec, void *ud) {
+    /* As agent_ready(): the state first, then the event that says so. */
     api_set_state(ud, API_STATE_READY);
+    (void) api_event_emit(ud, "agent.ready", NULL);
     return 0;
 }
 

@@ -224,6 +224,27 @@ grep -q '^Created workspace patient' <<<"$out" || fail "add after the wait: $out
 grep -q "layoutd is starting; waiting up to 60s" "$WORK/err" || fail "no word of the wait: $(cat "$WORK/err")"
 "$LAYOUTCTL" --socket "$WORK/slow.sock" is-healthy || fail "is-healthy once ready"
 
+log "--wait on a read waits for the agent to be ready, not only for its socket"
+start_server slow2 --mode 0666 --quiet --ready-after 1500
+out=$("$LAYOUTCTL" --socket "$WORK/slow2.sock" status --wait 20 2>"$WORK/err") ||
+    fail "status --wait on a starting agent exits $?: $out $(cat "$WORK/err")"
+grep -q "state ready" <<<"$out" || fail "status --wait returned before ready: $out"
+grep -q "layoutd is starting; waiting up to 20s for it to be ready" "$WORK/err" || fail "no word of the wait: $(cat "$WORK/err")"
+start_server slow3 --mode 0666 --quiet --ready-after 1500
+"$LAYOUTCTL" --socket "$WORK/slow3.sock" is-healthy --wait 20 || fail "is-healthy --wait on a starting agent exits $?"
+# Never ready: the time runs out, the command says in what state, exits 5.
+start_server stuck --mode 0666 --quiet --state starting
+t0=$(date +%s%N)
+rc=0; out=$("$LAYOUTCTL" --socket "$WORK/stuck.sock" status --wait 1 2>"$WORK/err") || rc=$?
+t1=$(date +%s%N)
+assert_eq 5 "$rc" "status --wait on an agent that stays starting"
+[ $(( (t1 - t0) / 1000000 )) -ge 1000 ] || fail "status --wait 1 returned after $(( (t1 - t0) / 1000000 )) ms"
+grep -q "state starting" <<<"$out" || fail "status after the wait: $out"
+grep -q "layoutctl status: layoutd is still starting after 1s" "$WORK/err" || fail "timeout message: $(cat "$WORK/err")"
+rc=0; out=$("$LAYOUTCTL" --socket "$WORK/stuck.sock" is-healthy --wait 1 2>&1) || rc=$?
+assert_eq 5 "$rc" "is-healthy --wait on an agent that stays starting"
+assert_eq "" "$out" "is-healthy prints nothing (timed out)"
+
 log "--wait given: a client also waits for an agent that is not there yet"
 ( sleep 1.5; exec "$API_SERVER" --socket "$WORK/late.sock" --mode 0666 --quiet >"$WORK/late.out" 2>&1 ) &
 late=$!

@@ -4,7 +4,8 @@
 # client (python3-grpcio, stubs compiled from agent/csi/csi.proto now)
 # making every call kubelet makes: the identity calls, NodeGetInfo,
 # NodeGetCapabilities, publish twice (idempotent) and the conflicting
-# variants, a read-only publish, the bind mount visible and writable at
+# variants, a target that is not an empty directory (refused, nothing
+# made), a read-only publish, the bind mount visible and writable at
 # target_path, no slot left (RESOURCE_EXHAUSTED), stats and their
 # condition before and after the daemon is killed, unpublish twice (the
 # workspace and its data gone), an unknown volume, and the agent stopped
@@ -95,6 +96,28 @@ expect INVALID_ARGUMENT "an fs_type"
 call Node/NodePublishVolume "{\"volume_id\": \"v\", \"target_path\": \"$KUBELET/pods/x/mount\", \"volume_capability\": {\"mount\": {}, \"access_mode\": {\"mode\": \"MULTI_NODE_MULTI_WRITER\"}}}" >/dev/null
 expect INVALID_ARGUMENT "a multi-node access mode"
 assert_eq 1 "$(jget "$(api GET /v1/workspaces)" "len(d['workspaces'])")" "bad requests make no workspace"
+
+# A target that is not an empty directory (man layoutd-csi: FAILED_PRECONDITION):
+# refused before anything is made, so that nothing is hidden under a mount
+# and the unpublish that follows has nothing it cannot undo.
+UID_N=5e1b7c1e-0000-4000-8000-00000000000e
+VN=$(kubelet_volume_id "$UID_N" ws); TN=$(kubelet_target "$UID_N" ws)
+mkdir -p "$TN"; echo "not the volume's" >"$TN/left-over"
+out=$(call Node/NodePublishVolume "$(publish_request "$VN" "$TN" "$UID_N")"); expect FAILED_PRECONDITION "a non-empty target"
+jget "$out" "d['message']" | has "not empty" || fail "FAILED_PRECONDITION does not say why: $out"
+if findmnt -rn --mountpoint "$TN" >/dev/null; then fail "a publish onto a non-empty target mounted it"; fi
+assert_eq 1 "$(jget "$(api GET /v1/workspaces)" "len(d['workspaces'])")" "a non-empty target makes no workspace"
+call Node/NodeUnpublishVolume "{\"volume_id\": \"$VN\", \"target_path\": \"$TN\"}" >/dev/null
+expect OK "unpublish after a refused publish (the directory is not the volume's: left alone)"
+assert_eq "not the volume's" "$(cat "$TN/left-over")" "the files in the refused target"
+# A symlink as target: mount(2) would follow it out of --target-root.
+mkdir -p "$WORK/outside"
+TS=$(kubelet_target "$UID_N" link); mkdir -p "$(dirname "$TS")"; ln -s "$WORK/outside" "$TS"
+call Node/NodePublishVolume "$(publish_request "$(kubelet_volume_id "$UID_N" link)" "$TS" "$UID_N")" >/dev/null
+expect FAILED_PRECONDITION "a target that is a symlink"
+if findmnt -rn --mountpoint "$WORK/outside" >/dev/null; then fail "a publish followed the target's symlink"; fi
+assert_eq 1 "$(jget "$(api GET /v1/workspaces)" "len(d['workspaces'])")" "a symlink target makes no workspace"
+rm -rf "$KUBELET/pods/$UID_N" "$WORK/outside"
 
 # Read-only: a read-only bind of a second workspace.
 UID_R=5e1b7c1e-0000-4000-8000-00000000000b

@@ -1211,6 +1211,48 @@ static void test_package_store(void **state) {
                  { 5, 18, "write true or false" });
 }
 
+/* Where the file gives each value: for the errors found after the parse
+ * (engine_check_host), which name file:line:column as the parser's do. */
+static void test_key_positions(void **state) {
+    _cleanup_(layout_freep) Layout *l = parse_ok("version: 1\n"
+                                                 "root: /var/lib/layoutd-x\n"
+                                                 "pools:\n"
+                                                 "  state: {volume_size: 1G}\n"
+                                                 "workspace:\n"
+                                                 "  user: \"nobody\"\n"
+                                                 "  command: [/usr/bin/d, \"{mountpoint}\"]\n"
+                                                 "  workspaces:\n"
+                                                 "    - {id: ws-1}\n");
+    unsigned line = 0, column = 0;
+    assert_true(layout_key_position(l, "root", &line, &column));
+    assert_int_equal(line, 2);
+    assert_int_equal(column, 7);
+    assert_true(layout_key_position(l, "workspace.user", &line, &column));
+    assert_int_equal(line, 6);
+    assert_int_equal(column, 9);
+    assert_true(layout_key_position(l, "pools.state.volume_size", &line, &column));
+    assert_int_equal(line, 4);
+    assert_int_equal(column, 24);
+    assert_true(layout_key_position(l, "workspace.command[1]", &line, &column));
+    assert_int_equal(line, 7);
+    assert_int_equal(column, 25);
+    assert_true(layout_key_position(l, "workspace.workspaces[0].id", &line, &column));
+    assert_int_equal(line, 9);
+    assert_int_equal(column, 12);
+    assert_true(layout_key_position(l, "workspace", NULL, NULL));
+    /* Defaults are not in the file; neither is a prefix of a key. */
+    line = column = 99;
+    assert_false(layout_key_position(l, "workspace.group", &line, &column));
+    assert_false(layout_key_position(l, "workspace.mount_root", &line, &column));
+    assert_false(layout_key_position(l, "workspace.us", &line, &column));
+    assert_int_equal(line, 99);
+    /* --root: the value no longer comes from the file. */
+    assert_int_equal(layout_set_root(l, "/srv/layoutd"), 0);
+    assert_false(layout_key_position(l, "root", NULL, NULL));
+    assert_true(layout_key_position(l, "workspace.user", NULL, NULL));
+    assert_false(layout_key_position(NULL, "root", NULL, NULL));
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_valid_full),
@@ -1247,6 +1289,7 @@ int main(void) {
         cmocka_unit_test(test_enums),
         cmocka_unit_test(test_find_in_dir),
         cmocka_unit_test(test_package_store),
+        cmocka_unit_test(test_key_positions),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -79,4 +79,33 @@ PY
 "$ctl" validate --show layouts/ext4-dio.yaml >"$WORK/show.yaml" || fail "--show: exit $?"
 grep -q 'volume_size: "8GiB"' "$WORK/show.yaml" || fail "--show lacks the state volume size"
 "$ctl" validate "$WORK/show.yaml" >/dev/null || fail "--show output does not validate"
+
+# 8. what only the host can refuse (engine_check_host) names the key's
+#    position too: an unknown user and group, a root that is a symlink to
+#    /etc (and no second error for the mount_root that follows it), a
+#    mount_root that resolves into a system tree.
+ln -s /etc "$WORK/etc-link"
+mkdir -p "$WORK/host"; ln -s /usr "$WORK/host/usr-link"
+f=$WORK/host.yaml
+printf '%s\n' "version: 1" "root: $WORK/etc-link" "pools:" "  state: {backend: dir}" "workspace:" \
+    "  user: no-such-user-layoutd" "  group: \"no-such-group-layoutd\"" >"$f"
+rc=0; "$ctl" validate "$f" >"$WORK/out" 2>"$WORK/err" || rc=$?
+[ "$rc" -eq 1 ] || fail "host checks: exit $rc, expected 1"
+want() { grep -qxF -- "$1" "$WORK/err" || { cat "$WORK/err" >&2; fail "host checks: missing line: $1"; }; }
+want "$f:2:7: error: root: $WORK/etc-link resolves to /etc, which cannot be used: it is a system directory"
+want "$f:6:9: error: workspace.user: no user 'no-such-user-layoutd' on this host: every workspace's daemon would fail to start; create it first or name another"
+want "$f:7:10: error: workspace.group: no group 'no-such-group-layoutd' on this host: every workspace's daemon would fail to start; create it first or name another"
+[ "$(grep -c ': error: ' "$WORK/err")" -eq 3 ] || { cat "$WORK/err" >&2; fail "host checks: 3 errors expected"; }
+printf '%s\n' "version: 1" "root: $WORK/host/root" "pools:" "  state: {backend: dir}" "workspace:" \
+    "  mount_root: $WORK/host/usr-link/ws" >"$f"
+rc=0; "$ctl" validate "$f" >"$WORK/out" 2>"$WORK/err" || rc=$?
+[ "$rc" -eq 1 ] || fail "mount_root host check: exit $rc, expected 1"
+want "$f:6:15: error: workspace.mount_root: $WORK/host/usr-link/ws resolves to /usr/ws, which cannot be used: it is a system directory"
+# --json carries the same positions.
+"$ctl" validate --json "$f" >"$WORK/json" 2>/dev/null && fail "--json host check: exit 0"
+/usr/bin/python3 - "$WORK/json" <<'PY' || fail "--json host check positions"
+import json, sys
+e = json.load(open(sys.argv[1]))[0]["errors"]
+assert len(e) == 1 and e[0]["line"] == 6 and e[0]["column"] == 15 and "mount_root" in e[0]["message"], e
+PY
 log "ok"
