@@ -7,6 +7,7 @@
  */
 #include <inttypes.h>
 #include <stdio.h>
+#include <time.h>
 
 #include "layout.h"
 #include "layoutctl-http.h"
@@ -214,21 +215,98 @@ int layoutctl_workspaces(int argc, char **argv, const LayoutctlGlobals *g) {
                      "Lists the workspaces: placement, flush scope, FUSE daemon state, mount point, labels.");
 }
 
-/* "key: value" lines of an object, nested keys dotted, for `show`. */
+static bool has_suffix(const char *s, const char *suffix) {
+    size_t n = strlen(s), m = strlen(suffix);
+    return n > m && streq(s + n - m, suffix);
+}
+
+/* A Unix time as a person reads it: "2026-12-06 04:31 UTC (3 min ago)". */
+static const char *format_when(char *buf, size_t size, double t) {
+    time_t sec = (time_t) t;
+    struct tm tm;
+    char day[32];
+    if (t <= 0 || !gmtime_r(&sec, &tm) || strftime(day, sizeof day, "%Y-%m-%d %H:%M UTC", &tm) == 0)
+        return NULL;
+    double age = (double) time(NULL) - t;
+    if (age < -1)
+        snprintf(buf, size, "%s (in the future)", day);
+    else if (age < 60)
+        snprintf(buf, size, "%s (%.0f s ago)", day, age < 0 ? 0 : age);
+    else if (age < 3600)
+        snprintf(buf, size, "%s (%.0f min ago)", day, age / 60);
+    else if (age < 2 * 86400)
+        snprintf(buf, size, "%s (%.1f h ago)", day, age / 3600);
+    else
+        snprintf(buf, size, "%s (%.0f days ago)", day, age / 86400);
+    return buf;
+}
+
+/* One scalar as `show` prints it: sizes rounded (unless --bytes), times
+ * ("..._at") as dates with their age, floats to 4 significant digits;
+ * raw with --bytes. NULL for an object or array. */
+static const char *format_scalar(char *buf, size_t size, const char *key, json_object *v, bool raw) {
+    if (!v)
+        return "-";
+    if (json_object_is_type(v, json_type_object) || json_object_is_type(v, json_type_array))
+        return NULL;
+    bool number = json_object_is_type(v, json_type_int) || json_object_is_type(v, json_type_double);
+    if (!raw && number && has_suffix(key, "_bytes") && json_object_get_int64(v) >= 0)
+        return format_bytes(buf, size, json_object_get_uint64(v));
+    if (!raw && number && has_suffix(key, "_at")) {
+        const char *w = format_when(buf, size, json_object_get_double(v));
+        if (w)
+            return w;
+    }
+    if (!raw && json_object_is_type(v, json_type_double)) {
+        snprintf(buf, size, "%.4g", json_object_get_double(v));
+        return buf;
+    }
+    return json_object_get_string(v);
+}
+
+/* "key: value" lines of an object, nested keys dotted, for `show`: an
+ * array of scalars as one comma-separated line ("-" when empty), an array
+ * of objects as key[0].field lines. */
 static void print_flat(json_object *o, const char *prefix, bool bytes) {
     json_object_object_foreach(o, k, v) {
-        char key[256];
+        char key[256], buf[128];
         snprintf(key, sizeof key, "%s%s%s", prefix, prefix[0] ? "." : "", k);
         if (v && json_object_is_type(v, json_type_object) && json_object_object_length(v) > 0) {
             print_flat(v, key, bytes);
             continue;
         }
-        char buf[32];
-        const char *s = !v ? "-" : json_object_get_string(v);
-        if (v && !bytes && json_object_is_type(v, json_type_int) && strlen(k) > 6 &&
-            streq(k + strlen(k) - 6, "_bytes"))
-            s = format_bytes(buf, sizeof buf, json_object_get_uint64(v));
-        printf("%s%-32s%s %s\n", C_BOLD, client_safe(0, key), C_RESET, client_safe(1, s));
+        if (v && json_object_is_type(v, json_type_array)) {
+            size_t n = json_object_array_length(v);
+            bool objects = false;
+            for (size_t i = 0; i < n; i++)
+                objects |= json_object_is_type(json_object_array_get_idx(v, i), json_type_object);
+            if (objects) {
+                for (size_t i = 0; i < n; i++) {
+                    json_object *e = json_object_array_get_idx(v, i);
+                    char ekey[300];
+                    snprintf(ekey, sizeof ekey, "%s[%zu]", key, i);
+                    if (json_object_is_type(e, json_type_object))
+                        print_flat(e, ekey, bytes);
+                    else
+                        printf("%s%-32s%s %s\n", C_BOLD, client_safe(0, ekey), C_RESET,
+                               client_safe(1, format_scalar(buf, sizeof buf, k, e, bytes) ?: "?"));
+                }
+                continue;
+            }
+            _cleanup_free_ char *line = NULL;
+            size_t len = 0;
+            FILE *f = open_memstream(&line, &len);
+            for (size_t i = 0; f && i < n; i++)
+                fprintf(f, "%s%s", i ? ", " : "",
+                        format_scalar(buf, sizeof buf, k, json_object_array_get_idx(v, i), bytes) ?: "?");
+            if (f)
+                fclose(f);
+            printf("%s%-32s%s %s\n", C_BOLD, client_safe(0, key), C_RESET,
+                   client_safe(1, n == 0 || !line ? "-" : line));
+            continue;
+        }
+        const char *s = format_scalar(buf, sizeof buf, k, v, bytes);
+        printf("%s%-32s%s %s\n", C_BOLD, client_safe(0, key), C_RESET, client_safe(1, s ?: "-"));
     }
 }
 

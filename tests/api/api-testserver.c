@@ -133,6 +133,14 @@ static json_object *workspace_json(FakeEngine *e, FakeWorkspace *w) {
     json_object_object_add(d, "restarts", json_object_new_int((int) w->restarts));
     json_object_object_add(o, "daemon", d);
     json_object_object_add(o, "created_at", json_object_new_int64(w->created_at));
+    /* What the real agent's answers carry too: a float with many digits,
+     * arrays of strings (one empty). */
+    json_object_object_add(d, "ready_latency_sec", json_object_new_double(0.044163000000000001));
+    json_object *notes = json_object_new_array();
+    json_object_array_add(notes, json_object_new_string("first"));
+    json_object_array_add(notes, json_object_new_string("second"));
+    json_object_object_add(o, "notes", notes);
+    json_object_object_add(o, "shards", json_object_new_array());
     return o;
 }
 

@@ -109,6 +109,15 @@ ctl show ws-1 | grep -Eq '^daemon\.state +running$' || fail "show workspace"
 ctl show state-0 | grep -Eq '^backend +loop-ext4$' || fail "show volume"
 ctl show state-0 --type volume | grep -Eq '^backend +loop-ext4$' || fail "show --type volume"
 ctl show ws-1 --type workspace | grep -Eq '^id +ws-1$' || fail "show --type workspace"
+# The human view (issue 39): a time as a date with its age, a float
+# rounded, arrays listed; --bytes keeps them raw.
+ctl show ws-1 >"$WORK/show"
+grep -Eq '^created_at +20[0-9]{2}-[0-9]{2}-[0-9]{2} [0-9]{2}:[0-9]{2} UTC \([0-9]+ s ago\)$' "$WORK/show" ||
+    fail "created_at as a date: $(grep created_at "$WORK/show")"
+grep -Eq '^daemon\.ready_latency_sec +0\.04416$' "$WORK/show" || fail "a float rounded: $(grep latency "$WORK/show")"
+grep -Eq '^notes +first, second$' "$WORK/show" || fail "an array listed: $(grep notes "$WORK/show")"
+grep -Eq '^shards +-$' "$WORK/show" || fail "an empty array: $(grep shards "$WORK/show")"
+ctl show ws-1 --bytes | grep -Eq '^created_at +[0-9]+$' || fail "--bytes keeps the time raw"
 for args in "nothing-here" "ws-1 --type volume" "state-0 --type workspace"; do
     rc=0; ctl show $args 2>"$WORK/err" >/dev/null || rc=$?
     assert_eq 4 "$rc" "show $args"
