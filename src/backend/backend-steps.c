@@ -463,9 +463,16 @@ int backend_step_mount(VolumeSetup *s, const PlanStep *p, const char *node, dev_
      * kernel built without them refuses the option: the volume is mounted
      * without, and quota requests are refused (quota.h). */
     const char *qopt = s->pool && s->pool->role == POOL_STATE ? quota_mount_option(p->fs_type) : NULL;
+    /* Without them is said in the step's message, not as a note (a
+     * note is a warning in the volume's health): no layout asks for
+     * quotas, a workspace does, and that request is refused with the
+     * reason (501), as /v1/status.quotas says. A warning here made a
+     * fresh carve's health depend on whether the volume was mounted by
+     * this agent or found mounted. */
     const char *why = NULL;
+    bool no_quota = false;
     if (qopt && quota_kernel_support(p->fs_type, &why) == 0) {
-        apply_volume_result_note(s->result, "mounted without project quotas: %s", why);
+        no_quota = true;
         qopt = NULL;
     }
     if (qopt) {
@@ -474,7 +481,7 @@ int backend_step_mount(VolumeSetup *s, const PlanStep *p, const char *node, dev_
             return -ENOMEM;
         r = mount_volume(node, p->mount_path, p->fs_type, with);
         if (r == -EINVAL && quota_kernel_support(p->fs_type, &why) == 0) {
-            apply_volume_result_note(s->result, "mounted without project quotas: %s", why);
+            no_quota = true;
             r = mount_volume(node, p->mount_path, p->fs_type, options);
         }
     } else
@@ -483,6 +490,8 @@ int backend_step_mount(VolumeSetup *s, const PlanStep *p, const char *node, dev_
         apply_step_result_message(sr, "cannot mount %s on %s: %s", node, p->mount_path, strerror(-r));
         return r;
     }
+    if (no_quota)
+        apply_step_result_message(sr, "without project quotas: %s", why);
     s->undo_mount = strdup(p->mount_path);
     if (!s->undo_mount)
         return -ENOMEM;

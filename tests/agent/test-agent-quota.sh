@@ -24,6 +24,11 @@ fi
 s=$(api GET /v1/status)
 assert_eq False "$(jget "$s" "d['quotas']['supported']")" "quotas.supported on a kernel without XFS quota"
 jget "$s" "d['quotas']['reason']" | has CONFIG_XFS_QUOTA || fail "quotas.reason does not name the cause: $s"
+# No layout asked for quotas: a fresh carve's health does not warn about
+# them (issue 39: it said `warning` after a carve, nothing after a restart).
+quota_notes=$(jget "$s" "[p['message'] for p in d['problems'] if 'quota' in p['message']]")
+assert_eq "[]" "$quota_notes" "problems about quotas on a fresh carve that asked for none"
+assert_eq ok "$(jget "$(api GET /v1/volumes/state-0)" "d['health']")" "a freshly carved XFS state volume's health"
 
 # The API: 501 with the reason; nothing is made.
 out=$(api POST /v1/workspaces '{"id":"ws-q","quota":"32M"}')
