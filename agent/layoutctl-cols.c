@@ -216,10 +216,10 @@ int table_print(const Column *cols, size_t n, json_object *rows, const TableOpti
              * is "-". -r and -P get the string itself: libsmartcols writes
              * every byte that is not printable ASCII (and a backslash, and
              * for -r a blank) as \xHH there, as lsblk's -r and -P do, and
-             * -P's absent value is empty. JSON gets the string itself too
+             * an absent value is empty there, as in lsblk's. JSON gets the string itself too
              * (absent: null); its unsafe characters are \u-escaped below. */
             char *data = o->json                ? TAKE_PTR(text)
-                         : o->raw || o->pairs ? strdup(text ?: o->pairs ? "" : "-")
+                         : o->raw || o->pairs ? strdup(text ?: "")
                                               : str_escape_terminal(text ?: "-");
             if (!o->json && !data)
                 return -ENOMEM;

@@ -777,12 +777,11 @@ int client_parse(int argc, char **argv, const LayoutctlGlobals *g, unsigned sets
             }
             return layoutctl_option_error(verb, argv, options, '?');
         }
-    /* -J (and --json with -o) is the table as JSON; --json alone is the
-     * API's answer as is. */
+    /* -J is the table as JSON, as lsblk -J: the default columns, or -o's
+     * (--json with -o is the same); --json alone is the API's answer as
+     * is. */
     if (json_table || (ret->args.json && ret->table.columns))
         ret->args.json = ret->table.json = true;
-    if (!ret->table.columns)
-        ret->table.json = false;
     if ((sets & CLIENT_OPT_LIST) && ret->table.raw + ret->table.pairs + ret->table.json > 1)
         return layoutctl_usage_error(verb, "-r, -P and -J are different outputs: pick one");
     if (argc - optind != n_args) {

@@ -92,6 +92,12 @@ v = d["volumes"][0]
 assert set(v) == {"name", "size", "direct-io"}, v
 assert v["name"] == "state-0" and v["size"] == 8589934592 and v["direct-io"] is True, v
 PY
+# -J without -o: the default columns in lsblk's JSON shape, not the API's
+# answer (issue 39); -r leaves an absent value empty, as lsblk -r does.
+ctl volumes -J >"$WORK/j6"
+"$PY3" -c 'import json,sys; d=json.load(open(sys.argv[1])); v=d["volumes"][0]; assert "direct-io" in v and "use%" in v and "direct_io" not in v and "backend" in v, v' "$WORK/j6" ||
+    fail "-J without -o: $(head -c 400 "$WORK/j6")"
+assert_eq "state-0 " "$(ctl volumes -o name,use% -r -n | head -n1)" "-r with an absent value"
 ctl --json volumes -o name >"$WORK/j5"
 "$PY3" -c 'import json,sys; d=json.load(open(sys.argv[1])); assert list(d["volumes"][0]) == ["name"], d' "$WORK/j5" ||
     fail "--json -o: $(cat "$WORK/j5")"
