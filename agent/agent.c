@@ -212,12 +212,16 @@ int agent_metrics(Agent *a, MetricsWriter *w) {
     StateRecord *record = agent_record(a);
     Observation empty = {};
 
-    (void) metrics_writer_family(w, "layoutd_info", METRIC_GAUGE, "layoutd version and layout generation");
-    char gen[32];
-    snprintf(gen, sizeof gen, "%" PRIu64, a->generation);
+    (void) metrics_writer_family(w, "layoutd_info", METRIC_GAUGE, "layoutd version and the layout's hash");
     (void) metrics_writer_sample(w, (const char *const[]) { "version", LAYOUTD_VERSION, "layout_hash",
-                                                            a->engine->layout_hash, "generation", gen, NULL },
+                                                            a->engine->layout_hash, NULL },
                                  1);
+    /* A value, not a label: a label would start a new series at every
+     * reload. */
+    (void) metrics_writer_family(w, "layoutd_layout_generation", METRIC_GAUGE,
+                                 "The layout's generation: 1 at start, one more at every applied reload");
+    (void) metrics_writer_sample(w, NULL, (double) a->generation);
+    (void) metrics_write_process(w);
     (void) metrics_writer_family(w, "layoutd_uptime_seconds", METRIC_GAUGE, "Seconds since the agent started");
     (void) metrics_writer_sample(w, NULL, (double) (now_usec(CLOCK_MONOTONIC) - a->started_mono) / USEC_PER_SEC);
     (void) metrics_writer_family(w, "layoutd_reload_error", METRIC_GAUGE, "1 when the last reload was refused");

@@ -74,6 +74,15 @@ int metrics_writer_histogram(MetricsWriter *w, const char *const *labels,
  */
 int metrics_writer_steal(MetricsWriter *w, char **ret, size_t *ret_len);
 
+/*
+ * The process_* families of the calling process (metrics-process.c):
+ * process_cpu_seconds_total, process_resident_memory_bytes,
+ * process_virtual_memory_bytes, process_start_time_seconds,
+ * process_open_fds, process_max_fds, as Prometheus' client libraries name
+ * them. Returns: <0 when /proc/self/stat cannot be read (nothing written), 0.
+ */
+int metrics_write_process(MetricsWriter *w);
+
 /* True for [a-zA-Z_:][a-zA-Z0-9_:]* (metric names). */
 bool metrics_name_is_valid(const char *s);
 /* True for [a-zA-Z_][a-zA-Z0-9_]* not starting with "__" (label names). */

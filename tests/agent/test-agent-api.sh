@@ -158,12 +158,28 @@ curl -s --unix-socket "$SOCK" http://layoutd/metrics >"$WORK/metrics.txt"
 "$PY" - "$WORK/metrics.txt" <<'PYEOF' || fail "metrics do not parse"
 import sys
 from prometheus_client.parser import text_string_to_metric_families
-names = {f.name for f in text_string_to_metric_families(open(sys.argv[1]).read())}
+fams = {f.name: f for f in text_string_to_metric_families(open(sys.argv[1]).read())}
+names = set(fams)
 need = {"layoutd_volume_workspaces", "layoutd_volume_free_bytes", "layoutd_volume_direct_io",
-        "layoutd_workspace_restarts", "layoutd_workspace_up", "layoutd_volume_flush_probe_seconds"}
+        "layoutd_workspace_restarts", "layoutd_workspace_up", "layoutd_volume_flush_probe_seconds",
+        "layoutd_layout_generation", "process_resident_memory_bytes", "process_open_fds",
+        "process_start_time_seconds", "process_cpu_seconds", "process_max_fds"}
 missing = need - names
 if missing:
     sys.exit("missing families: %s" % sorted(missing))
+# issue 39: the generation is a value, not a label (a label starts a new
+# series at every reload); the process figures are real.
+info = fams["layoutd_info"].samples[0]
+if "generation" in info.labels:
+    sys.exit("layoutd_info carries the generation as a label: %s" % info.labels)
+if fams["layoutd_layout_generation"].samples[0].value < 1:
+    sys.exit("layoutd_layout_generation < 1")
+rss = fams["process_resident_memory_bytes"].samples[0].value
+fds = fams["process_open_fds"].samples[0].value
+import time
+start = fams["process_start_time_seconds"].samples[0].value
+if not (rss > 1 << 20 and 3 < fds < fams["process_max_fds"].samples[0].value and time.time() - 3600 < start <= time.time() + 1):
+    sys.exit("process figures out of range: rss %s fds %s start %s" % (rss, fds, start))
 PYEOF
 # The probe runs every second (api.flush_probe_interval) in a child; on a
 # loaded machine one round of fsyncs can take a while.

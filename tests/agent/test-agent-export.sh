@@ -229,7 +229,7 @@ curl -s --unix-socket "$WORK/a/api.sock" --limit-rate 100k --max-time 1 -o /dev/
 wait_for 10 no_worker || fail "an export worker outlived its client: $(workers)"
 grep -q "export of workspace src-1 cancelled" "$AGENT_LOG" || fail "the agent did not log the cancelled export"
 # The agent still answers and exports.
-ctl_a export src-1 -o "$WORK/again.tar.zst" 2>/dev/null || fail "export after a cut and a cancel"
+ctl_a export src-1 -o "$WORK/again.tar.zst" 2>"$WORK/again.err" || fail "export after a cut and a cancel: $(cat "$WORK/again.err")"
 
 # ---- 3. bad archives ----------------------------------------------------------------------
 log "bad archives"
