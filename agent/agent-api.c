@@ -7,7 +7,9 @@
  */
 #include <grp.h>
 #include <inttypes.h>
+#include <sys/socket.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include "agent.h"
 #include "log.h"
@@ -284,6 +286,39 @@ static int agent_api_start_readonly(Agent *a, const ApiConfig *c, const char *ma
     return 0;
 }
 
+/* api.metrics_listen: GET /metrics over TCP, for Prometheus. A port that
+ * cannot be had is logged and the agent runs on without it: the figures
+ * are an extra, the storage is the job. */
+static void agent_api_start_metrics(Agent *a, const ApiConfig *c) {
+    struct sockaddr_storage ss;
+    socklen_t len;
+    if (!c->metrics_listen)
+        return;
+    if (layout_parse_listen(c->metrics_listen, &ss, &len) < 0) {
+        log_error("api.metrics_listen '%s' is not an address; not listening", c->metrics_listen);
+        return;
+    }
+    int fd = socket(ss.ss_family, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
+    if (fd < 0) {
+        log_error_errno(errno, "Failed to open the metrics listener %s, ignoring: %m", c->metrics_listen);
+        return;
+    }
+    int one = 1;
+    (void) setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one);
+    if (bind(fd, (struct sockaddr *) &ss, len) < 0 || listen(fd, SOMAXCONN) < 0) {
+        log_error_errno(errno, "Failed to listen on %s for /metrics (api.metrics_listen), ignoring: %m",
+                        c->metrics_listen);
+        close(fd);
+        return;
+    }
+    int r = api_add_metrics_listener(a->api, fd);
+    if (r < 0) {
+        log_error_errno(r, "Failed to serve /metrics on %s, ignoring: %m", c->metrics_listen);
+        return;
+    }
+    log_info("API serving GET /metrics on %s (api.metrics_listen)", c->metrics_listen);
+}
+
 int agent_api_start(Agent *a) {
     const ApiConfig *c = &agent_layout(a)->api;
     const char *path = a->options.socket ? a->options.socket : c->socket_path;
@@ -331,5 +366,9 @@ int agent_api_start(Agent *a) {
     a->socket_ino = activated ? 0 : socket_ino(path);
     api_set_state(a->api, API_STATE_STARTING);
     log_info("API listening on %s%s", path, activated ? " (the socket systemd passed)" : "");
-    return agent_api_start_readonly(a, c, path);
+    r = agent_api_start_readonly(a, c, path);
+    if (r < 0)
+        return r;
+    agent_api_start_metrics(a, c);
+    return 0;
 }

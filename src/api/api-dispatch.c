@@ -552,6 +552,13 @@ enum MHD_Result api_dispatch_request(Api *api, struct MHD_Connection *c, const c
         req->routed = true;
         req->spec = api_route_spec(req->route.id);
 
+        /* The metrics listener serves the figures and nothing else. */
+        if (req->conn && req->conn->metrics_only && req->route.id != API_ROUTE_METRICS) {
+            api_error_set(&err, -EPERM, 403, "forbidden",
+                          "This is the metrics listener (api.metrics_listen): it serves GET /metrics only");
+            return queue_error(req, &err, -EPERM, NULL);
+        }
+
         if (req->spec->mutating) {
             ApiConn *conn = req->conn;
             if (conn && conn->read_only) {

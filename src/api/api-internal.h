@@ -54,6 +54,7 @@ typedef struct ApiConn {
     gid_t *groups;
     size_t n_groups;
     bool read_only;                /* came in on api.readonly_socket */
+    bool metrics_only;             /* came in on api.metrics_listen (TCP): GET /metrics only */
 } ApiConn;
 
 /* One request (MHD's per-request context). */
@@ -100,6 +101,7 @@ struct Api {
     sd_event_source *deadline_timer;
     sd_event_source *heartbeat_timer;
     sd_event_source *ro_io;        /* the read-only socket (api-readonly.c) */
+    sd_event_source *metrics_io;   /* the TCP /metrics listener (api-metrics-listen.c) */
     struct sockaddr_un ro_addr;
     socklen_t ro_addr_len;
     ApiServerConfig config;
@@ -205,3 +207,9 @@ void api_dispatch_heartbeat(Api *api);
 /* api-readonly.c: whether the connection on fd came in on the read-only
  * socket (its local address is that socket's path). */
 bool api_readonly_connection(const Api *api, int fd);
+/* api-metrics-listen.c: whether the connection on fd is a TCP one, which
+ * only the metrics listener accepts (every other socket is AF_UNIX). */
+bool api_metrics_connection(int fd);
+/* api-server.c: accepts every connection waiting on listen_fd and hands it
+ * to the MHD daemon (which closes it if it does not take it). */
+void api_accept_into_mhd(Api *api, int listen_fd);

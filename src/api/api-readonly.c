@@ -21,24 +21,7 @@
 #include "util.h"
 
 static int on_accept(sd_event_source *s, int fd, uint32_t revents, void *userdata) {
-    Api *api = userdata;
-    bool added = false;
-    /* Edge or level, take all that wait: each accept is cheap. */
-    for (unsigned i = 0; i < 64; i++) {
-        struct sockaddr_un peer = {};
-        socklen_t len = sizeof peer;
-        int c = accept4(fd, (struct sockaddr *) &peer, &len, SOCK_CLOEXEC | SOCK_NONBLOCK);
-        if (c < 0)
-            break; /* EAGAIN; or EMFILE, ECONNABORTED: the next wake-up tries again */
-        if (len < sizeof(sa_family_t))
-            len = sizeof(sa_family_t);
-        /* MHD closes c whether or not it takes it (at its connection
-         * limit it does not). */
-        if (MHD_add_connection(api->mhd, c, (const struct sockaddr *) &peer, len) == MHD_YES)
-            added = true;
-    }
-    if (added)
-        api_mhd_kick(api); /* a new connection is served by the next MHD_run */
+    api_accept_into_mhd(userdata, fd);
     return 0;
 }
 

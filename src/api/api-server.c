@@ -187,6 +187,7 @@ static void on_connection(void *cls, struct MHD_Connection *connection, void **s
                                                           &c->groups, &c->n_groups)
                                    : -EBADF;
         c->read_only = api_readonly_connection(api, c->fd);
+        c->metrics_only = api_metrics_connection(c->fd);
         c->deadline = now_usec(CLOCK_MONOTONIC) + api->config.request_timeout_sec * USEC_PER_SEC;
         conn_append(api, c);
         api->n_conns++;
@@ -211,6 +212,26 @@ static void on_connection(void *cls, struct MHD_Connection *connection, void **s
 }
 
 /* ---- our own metrics ---- */
+
+void api_accept_into_mhd(Api *api, int listen_fd) {
+    bool added = false;
+    /* Edge or level, take all that wait: each accept is cheap. */
+    for (unsigned i = 0; i < 64; i++) {
+        struct sockaddr_storage peer = {};
+        socklen_t len = sizeof peer;
+        int c = accept4(listen_fd, (struct sockaddr *) &peer, &len, SOCK_CLOEXEC | SOCK_NONBLOCK);
+        if (c < 0)
+            break; /* EAGAIN; or EMFILE, ECONNABORTED: the next wake-up tries again */
+        if (len < sizeof(sa_family_t))
+            len = sizeof(sa_family_t);
+        /* MHD closes c whether or not it takes it (at its connection
+         * limit it does not). */
+        if (MHD_add_connection(api->mhd, c, (const struct sockaddr *) &peer, len) == MHD_YES)
+            added = true;
+    }
+    if (added)
+        api_mhd_kick(api); /* a new connection is served by the next MHD_run */
+}
 
 int api_write_own_metrics(Api *api, MetricsWriter *w) {
     int r;
@@ -464,6 +485,7 @@ Api *api_free(Api *api) {
     api->deadline_timer = sd_event_source_disable_unref(api->deadline_timer);
     api->heartbeat_timer = sd_event_source_disable_unref(api->heartbeat_timer);
     api->ro_io = sd_event_source_disable_unref(api->ro_io); /* closes the read-only socket */
+    api->metrics_io = sd_event_source_disable_unref(api->metrics_io); /* and the metrics listener */
     if (api->mhd) {
         /* MHD must not be stopped with suspended connections. */
         api_dispatch_resume_all(api);

@@ -181,6 +181,15 @@ int api_new(sd_event *event, int listen_fd, const ApiServerConfig *config,
  */
 int api_add_readonly_socket(Api *api, int listen_fd);
 
+/*
+ * Adds the opt-in TCP listener for Prometheus (api.metrics_listen;
+ * ownership of listen_fd passes, also on failure): its connections are
+ * served GET /metrics (and HEAD) only; every other route is 403. They
+ * count against the same connection limit.
+ * Returns: <0 on error, 0 on success.
+ */
+int api_add_metrics_listener(Api *api, int listen_fd);
+
 /* Stops serving: closes all connections and the socket. NULL ok; returns NULL. */
 Api *api_free(Api *api);
 DEFINE_TRIVIAL_CLEANUP_FUNC(Api *, api_free)

@@ -310,6 +310,7 @@ static json_object *api_to_json(Out *o, const ApiConfig *a) {
     add_str(o, j, "group", a->socket_group);
     add_mode(o, j, "socket_mode", a->socket_mode);
     add_str(o, j, "readonly_socket", a->readonly_socket_path);
+    add_str(o, j, "metrics_listen", a->metrics_listen);
     add_mode(o, j, "readonly_socket_mode", a->readonly_socket_mode);
     add_duration(o, j, "flush_probe_interval", a->flush_probe_interval);
     add_u64(o, j, "max_connections", a->max_connections);

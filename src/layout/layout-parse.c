@@ -738,7 +738,7 @@ static void parse_workspace(Parser *p, const LayoutNode *n, Layout *l) {
 static void parse_api(Parser *p, const LayoutNode *n, ApiConfig *a) {
     static const char *const keys[] = {
         "socket", "group", "socket_mode", "readonly_socket", "readonly_socket_mode", "flush_probe_interval",
-        "max_connections", "max_body", "request_timeout", NULL,
+        "max_connections", "max_body", "request_timeout", "metrics_listen", NULL,
     };
     if (!lp_map_check(p, n, keys, NULL, "api"))
         return;
@@ -755,6 +755,13 @@ static void parse_api(Parser *p, const LayoutNode *n, ApiConfig *a) {
             lp_err(p, v, "readonly_socket: a Unix socket path can be at most %d bytes long", SOCKET_PATH_MAX);
         else if (a->socket_path && streq(a->readonly_socket_path, a->socket_path))
             lp_err(p, v, "readonly_socket: must not be the same path as socket (%s)", a->socket_path);
+    }
+    if ((v = lp_map_get(n, "metrics_listen", NULL)) && lp_get_string(p, v, "metrics_listen", &a->metrics_listen)) {
+        struct sockaddr_storage ss;
+        socklen_t len;
+        if (layout_parse_listen(a->metrics_listen, &ss, &len) < 0)
+            lp_err(p, v, "metrics_listen: '%s' is not PORT, IPv4:PORT or [IPv6]:PORT (numeric; PORT alone "
+                   "listens on 127.0.0.1)", a->metrics_listen);
     }
     if ((v = lp_map_get(n, "readonly_socket_mode", NULL)))
         (void) lp_get_mode(p, v, "readonly_socket_mode", &a->readonly_socket_mode);

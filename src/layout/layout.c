@@ -107,6 +107,7 @@ Layout *layout_free(Layout *l) {
     free(l->api.socket_path);
     free(l->api.socket_group);
     free(l->api.readonly_socket_path);
+    free(l->api.metrics_listen);
     layout_marks_done(l);
     free(l);
     return NULL;

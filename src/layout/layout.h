@@ -13,6 +13,7 @@
 
 #include <stdbool.h>
 #include <stdint.h>
+#include <sys/socket.h>
 #include <sys/types.h>
 
 #include "fs-type.h"
@@ -264,6 +265,9 @@ typedef struct ApiConfig {
     unsigned max_connections;        /* default 256 */
     uint64_t max_body;               /* bytes, default 64 KiB */
     usec_t request_timeout;          /* default 10 s */
+    char *metrics_listen;            /* "ADDR:PORT" (or "PORT": loopback) of an
+                                        opt-in TCP listener serving GET /metrics
+                                        only; NULL: none (the default) */
 } ApiConfig;
 
 /* Where a value stands in the layout's file (layout_key_position). */
@@ -365,6 +369,9 @@ int layout_to_json_string(const Layout *l, char **ret);
 int layout_to_yaml_string(const Layout *l, char **ret);
 
 /* Parses "12G", "512MiB", "4096" into bytes. Returns -EINVAL/-ERANGE or 0. */
+/* api.metrics_listen's value: "PORT" (127.0.0.1), "IPv4:PORT" or
+ * "[IPv6]:PORT", numeric only. Returns: -EINVAL, 0 with *ret, *ret_len. */
+int layout_parse_listen(const char *s, struct sockaddr_storage *ret, socklen_t *ret_len);
 int layout_parse_size(const char *s, uint64_t *ret);
 /* Parses "500ms", "30s", "5min", "1h", "1d" into usec. */
 int layout_parse_duration(const char *s, usec_t *ret);

@@ -3,6 +3,7 @@
 # every read works and every change is 403, whoever connects (root
 # included); its mode lets a user outside the group read; the main
 # socket still takes changes; layoutctl and the event stream work on it.
+# api.metrics_listen: GET /metrics over TCP on loopback, and nothing else.
 TEST_NAME=agent-readonly
 . "$LAYOUTD_TESTS/lib/common.sh"
 . "$LAYOUTD_TESTS/agent/lib-agent.sh"
@@ -16,8 +17,26 @@ chmod 0711 "$WORK"
 L=$WORK/layout.yaml
 write_layout "$L" 1 2 3
 printf '  readonly_socket: %s\n' "$RO" >>"$L"
-"$LAYOUTCTL" validate "$L" >/dev/null || fail "layoutctl validate refuses readonly_socket"
+# The opt-in TCP listener for Prometheus (issue 39), on a free loopback port.
+PORT=$("$PY" -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
+printf '  metrics_listen: "127.0.0.1:%s"\n' "$PORT" >>"$L"
+"$LAYOUTCTL" validate "$L" >/dev/null || fail "layoutctl validate refuses readonly_socket or metrics_listen"
 start_agent "$L"
+grep -q "serving GET /metrics on 127.0.0.1:$PORT" "$AGENT_LOG" || fail "the agent does not say it serves /metrics on TCP: $(grep -i metrics "$AGENT_LOG")"
+tcp() { curl -s --max-time 10 -o "$WORK/tcp.out" -w '%{http_code}' -X "$1" "http://127.0.0.1:$PORT$2"; }
+assert_eq 200 "$(tcp GET /metrics)" "GET /metrics on the metrics listener"
+grep -q '^layoutd_volume_workspaces{' "$WORK/tcp.out" || fail "the metrics listener's /metrics: $(head -c 300 "$WORK/tcp.out")"
+for path in /v1/status /v1/workspaces /v1/volumes; do
+    assert_eq 403 "$(tcp GET "$path")" "GET $path on the metrics listener (figures only)"
+done
+assert_eq 403 "$(tcp POST /v1/reload)" "POST /v1/reload on the metrics listener"
+grep -q "metrics listener" "$WORK/tcp.out" || fail "the 403 does not say why: $(cat "$WORK/tcp.out")"
+# A value that is not an address is refused with its position.
+cp "$L" "$WORK/bad.yaml"
+sed -i "s|metrics_listen: .*|metrics_listen: \"localhost:9\"|" "$WORK/bad.yaml"
+rc=0; "$LAYOUTCTL" validate "$WORK/bad.yaml" >"$WORK/bad.out" 2>&1 || rc=$?
+assert_eq 1 "$rc" "validate of a metrics_listen that is a name"
+grep -q "bad.yaml:[0-9]*:[0-9]*: .*metrics_listen" "$WORK/bad.out" || fail "the refusal: $(cat "$WORK/bad.out")"
 [ -S "$RO" ] || fail "no read-only socket at $RO"
 assert_eq 666 "$(stat -c %a "$RO")" "the read-only socket's default mode"
 grep -q "API listening read-only on $RO" "$AGENT_LOG" || fail "the agent does not say it listens read-only"

@@ -4,6 +4,8 @@
  * line:column of each error (fixtures in tests/fixtures/layouts/).
  */
 #include <setjmp.h>
+#include <arpa/inet.h>
+#include <netinet/in.h>
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -1213,6 +1215,25 @@ static void test_package_store(void **state) {
 
 /* Where the file gives each value: for the errors found after the parse
  * (engine_check_host), which name file:line:column as the parser's do. */
+/* api.metrics_listen's addresses: a port alone is loopback. */
+static void test_parse_listen(void **state) {
+    struct sockaddr_storage ss;
+    socklen_t len;
+    assert_int_equal(layout_parse_listen("9464", &ss, &len), 0);
+    assert_int_equal(ss.ss_family, AF_INET);
+    assert_int_equal(((struct sockaddr_in *) &ss)->sin_addr.s_addr, htonl(INADDR_LOOPBACK));
+    assert_int_equal(ntohs(((struct sockaddr_in *) &ss)->sin_port), 9464);
+    assert_int_equal(layout_parse_listen("0.0.0.0:80", &ss, &len), 0);
+    assert_int_equal(((struct sockaddr_in *) &ss)->sin_addr.s_addr, htonl(INADDR_ANY));
+    assert_int_equal(layout_parse_listen("[::1]:9464", &ss, &len), 0);
+    assert_int_equal(ss.ss_family, AF_INET6);
+    assert_int_equal(len, sizeof(struct sockaddr_in6));
+    const char *bad[] = { "", "0", "65536", "localhost:9464", "127.0.0.1:", "::1:9464", "[::1]", "[::1]9464",
+                          "1.2.3.4:-1", "1.2.3.4:9x", "[zz]:1", "1.2.3:4" };
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++)
+        assert_int_equal(layout_parse_listen(bad[i], &ss, &len), -EINVAL);
+}
+
 static void test_key_positions(void **state) {
     _cleanup_(layout_freep) Layout *l = parse_ok("version: 1\n"
                                                  "root: /var/lib/layoutd-x\n"
@@ -1290,6 +1311,7 @@ int main(void) {
         cmocka_unit_test(test_find_in_dir),
         cmocka_unit_test(test_package_store),
         cmocka_unit_test(test_key_positions),
+        cmocka_unit_test(test_parse_listen),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
