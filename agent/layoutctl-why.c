@@ -21,7 +21,7 @@
 
 static void why_usage(FILE *f) {
     fprintf(f,
-            "Usage: layoutctl why ID [--tenant T] [--layout FILE] [--root DIR] [--json]\n"
+            "Usage: layoutctl why ID [--tenant T] [--layout FILE] [--root DIR] [--socket PATH] [--json]\n"
             "\n"
             "Shows where workspace ID would be placed now and why: every state volume\n"
             "ranked, or the reason it was passed over (bound, tenant, space, slow flush...).\n"
@@ -64,16 +64,17 @@ static int no_carve(void *userdata, PoolRole role, unsigned index, char **ret) {
 }
 
 int layoutctl_why(int argc, char **argv, const LayoutctlGlobals *g) {
-    enum { OPT_JSON = 0x100, OPT_LAYOUT, OPT_ROOT, OPT_TENANT };
+    enum { OPT_JSON = 0x100, OPT_LAYOUT, OPT_ROOT, OPT_TENANT, OPT_SOCKET };
     static const struct option options[] = {
         { "layout", required_argument, NULL, OPT_LAYOUT },
+        { "socket", required_argument, NULL, OPT_SOCKET }, /* after the verb too, as every client verb */
         { "root", required_argument, NULL, OPT_ROOT },
         { "tenant", required_argument, NULL, OPT_TENANT },
         { "json", no_argument, NULL, OPT_JSON },
         { "help", no_argument, NULL, 'h' },
         {},
     };
-    const char *layout_path = NULL, *root = NULL, *tenant = NULL;
+    const char *layout_path = NULL, *root = NULL, *tenant = NULL, *socket_path = NULL;
     bool json = g->json;
     int c, r;
 
@@ -88,6 +89,9 @@ int layoutctl_why(int argc, char **argv, const LayoutctlGlobals *g) {
             break;
         case OPT_TENANT:
             tenant = optarg;
+            break;
+        case OPT_SOCKET:
+            socket_path = optarg;
             break;
         case OPT_JSON:
             json = true;
@@ -124,13 +128,16 @@ int layoutctl_why(int argc, char **argv, const LayoutctlGlobals *g) {
      * read as those of another root's volumes of the same names. */
     ClientArgs ca = {};
     client_init(&ca, g);
-    if (!g->socket_given && l->api.socket_path)
+    bool socket_given = g->socket_given || socket_path;
+    if (socket_path)
+        ca.socket_path = socket_path;
+    else if (!g->socket_given && l->api.socket_path)
         ca.socket_path = l->api.socket_path;
     ca.json = false;
     ca.quiet = true;
     Reply volumes_reply = {};
     json_object *volumes = NULL;
-    bool ask_agent = g->socket_given || !root;
+    bool ask_agent = socket_given || !root;
     if (ask_agent && client_call("why", &ca, "GET", "/v1/volumes", NULL, &volumes_reply) == 0 &&
         volumes_reply.status == 200 &&
         json_object_object_get_ex(volumes_reply.json, "volumes", &volumes) &&

@@ -199,6 +199,9 @@ grep -q 'rank ' "$WORK/why-root.txt" || fail "why --root ranks no volume: $(cat 
 if grep -q ', flush ' "$WORK/why-root.txt"; then fail "why --root used the agent's figures: $(cat "$WORK/why-root.txt")"; fi
 "$LAYOUTCTL" --socket "$SOCK" why ws-new --layout "$L" --root "$WORK/root" >"$WORK/why-sock.txt" 2>&1 || true
 grep -q ', flush ' "$WORK/why-sock.txt" || fail "why --socket --root shows no flush figure: $(cat "$WORK/why-sock.txt")"
+# --socket after the verb, as every client verb takes it (issue 39).
+"$LAYOUTCTL" why ws-new --layout "$L" --root "$WORK/root" --socket "$SOCK" >"$WORK/why-sock2.txt" 2>&1 || true
+grep -q ', flush ' "$WORK/why-sock2.txt" || fail "why ... --socket (after the verb): $(cat "$WORK/why-sock2.txt")"
 
 # --- SIGHUP with a broken layout: the old one keeps running -------------
 cp "$L" "$L.good"
