@@ -168,7 +168,7 @@ out:
     return r;
 }
 
-static int walk(Export *x, const char *root) {
+static int walk_here(Export *x, const char *root) {
     if (chdir(root) < 0)
         return fail(x, -errno, "cannot enter %s: %s", root, strerror(errno));
     /* "." so that names come out relative ("./a/b"): the archive carries
@@ -227,6 +227,18 @@ static int walk(Export *x, const char *root) {
             return r;
     }
     return 0;
+}
+
+/* walk_here() from root, and back to the caller's working directory: a
+ * library call leaves the process where it found it. */
+static int walk(Export *x, const char *root) {
+    _cleanup_close_ int cwd = open(".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    if (cwd < 0)
+        return fail(x, -errno, "cannot open the working directory: %s", strerror(errno));
+    int r = walk_here(x, root);
+    if (fchdir(cwd) < 0 && r >= 0)
+        r = fail(x, -errno, "cannot return to the working directory: %s", strerror(errno));
+    return r;
 }
 
 int ws_archive_export(const char *root, json_object *meta, int fd, WsArchiveStats *ret_stats, char **ret_message) {

@@ -9,10 +9,13 @@
 #include <archive_entry.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <linux/openat2.h>
+#include <limits.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <sys/syscall.h>
 #include <unistd.h>
 
 #include <openssl/evp.h>
@@ -132,19 +135,44 @@ WsArchiveReader *ws_archive_reader_free(WsArchiveReader *r) {
     return NULL;
 }
 
-static bool is_ours(const char *p) {
-    size_t n = strlen(WS_ARCHIVE_DIR);
-    return p && strncmp(p, WS_ARCHIVE_DIR, n) == 0 && (p[n] == 0 || p[n] == '/');
+/*
+ * Refuses an entry before anything of it is written: a name that is not a
+ * canonical relative path (libarchive would take "./a" and "a/" as "a",
+ * which the manifest's exact names must match), a name seen before (a
+ * second entry would replace the first after it was counted), a hard link
+ * to such a name, and a device node (a workspace is its tenant's files; a
+ * device made by root would be a door to the host's disks).
+ */
+static int entry_admissible(struct archive_entry *e, const char *name, json_object *names, char **ret_message) {
+    const char *p = archive_entry_pathname(e);
+    const char *link = archive_entry_hardlink(e);
+    mode_t type = archive_entry_filetype(e);
+    if (!ws_archive_name_is_canonical(p, type == AE_IFDIR))
+        return say(ret_message, -EBADMSG, "refused entry '%s': not a relative path below the workspace", p ?: "");
+    if (json_object_object_get_ex(names, name, NULL))
+        return say(ret_message, -EBADMSG, "refused entry '%s': the archive holds it twice", p);
+    if (link && !ws_archive_path_is_canonical(link))
+        return say(ret_message, -EBADMSG, "refused entry '%s': a hard link to '%s', not a relative path below the "
+                   "workspace", p, link);
+    if (link && !json_object_object_get_ex(names, link, NULL))
+        return say(ret_message, -EBADMSG, "refused entry '%s': a hard link to '%s', which the archive did not hold "
+                   "before it", p, link);
+    if (type == AE_IFBLK || type == AE_IFCHR)
+        return say(ret_message, -EBADMSG, "refused entry '%s': a device node, which a workspace does not hold", p);
+    return 0;
 }
 
 int ws_archive_extract(WsArchiveReader *r, const char *dest, json_object **ret_manifest, WsArchiveStats *ret_stats,
                        char **ret_message) {
     WsArchiveStats st = {};
-    json_object *manifest = NULL;
+    json_object *manifest = NULL, *names = NULL;
     struct archive *disk = NULL;
     int k = 0, cwd = -EBADF;
     if (!r || !dest || !ret_manifest)
         return -EINVAL;
+    /* The names written, to match the manifest's both ways at the end. */
+    if (!(names = json_object_new_object()))
+        return -ENOMEM;
     /* Names in the archive are relative; the disk writer takes them from
      * the working directory, which is how its "no absolute path, no ..,
      * no symlink on the way" checks keep every write inside dest. */
@@ -174,7 +202,7 @@ int ws_archive_extract(WsArchiveReader *r, const char *dest, json_object **ret_m
             goto out;
         }
         const char *p = archive_entry_pathname(e);
-        if (is_ours(p)) {
+        if (ws_archive_path_is_reserved(p)) {
             if (streq(p, WS_ARCHIVE_MANIFEST) && !manifest) {
                 if ((k = read_json(r->in, e, &manifest, ret_message)) < 0)
                     goto out;
@@ -187,6 +215,19 @@ int ws_archive_extract(WsArchiveReader *r, const char *dest, json_object **ret_m
             k = say(ret_message, -EBADMSG, "entry '%s' after the manifest", p ?: "");
             goto out;
         }
+        /* Directories are named "d/" in the stream and "d" in the
+         * manifest: the set holds names as they are on disk. */
+        _cleanup_free_ char *name = strdup(p ?: "");
+        size_t nl = name ? strlen(name) : 0;
+        if (!name) {
+            k = -ENOMEM;
+            goto out;
+        }
+        if (nl > 1 && name[nl - 1] == '/' && archive_entry_filetype(e) == AE_IFDIR)
+            name[nl - 1] = 0;
+        if ((k = entry_admissible(e, name, names, ret_message)) < 0)
+            goto out;
+        json_object_object_add(names, name, NULL);
         s = archive_write_header(disk, e);
         if (s < ARCHIVE_WARN) {
             int e2 = archive_errno(disk);
@@ -239,6 +280,8 @@ int ws_archive_extract(WsArchiveReader *r, const char *dest, json_object **ret_m
                 WS_ARCHIVE_MANIFEST);
         goto out;
     }
+    if ((k = ws_archive_manifest_check(manifest, names, ret_message)) < 0)
+        goto out;
     /* Directories' modes and times, held back until their contents were
      * written. */
     if (archive_write_close(disk) != ARCHIVE_OK) {
@@ -253,6 +296,7 @@ out:
     if (disk)
         archive_write_free(disk);
     json_object_put(manifest);
+    json_object_put(names);
     if (cwd >= 0) {
         (void) !fchdir(cwd);
         close(cwd);
@@ -260,10 +304,25 @@ out:
     return k;
 }
 
+/*
+ * Opens path beneath dirfd the one way a manifest path may be opened: no
+ * symlink followed on the way or at the end (a symlink itself comes back
+ * as an O_PATH fd when flags are O_PATH), never above dirfd, never across
+ * a mount. Returns: fd, or -errno (-ELOOP, -EXDEV: the path leaves).
+ */
+static int open_beneath(int dirfd, const char *path, int flags) {
+    struct open_how how = {
+        .flags = (uint64_t) (flags | O_NOFOLLOW | O_CLOEXEC),
+        .resolve = RESOLVE_BENEATH | RESOLVE_NO_SYMLINKS | RESOLVE_NO_MAGICLINKS | RESOLVE_NO_XDEV,
+    };
+    long fd = syscall(SYS_openat2, dirfd, path, &how, sizeof how);
+    return fd < 0 ? -errno : (int) fd;
+}
+
 static int file_sha256(int dirfd, const char *path, char hex[65], uint64_t *ret_size) {
-    _cleanup_close_ int fd = openat(dirfd, path, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
+    _cleanup_close_ int fd = open_beneath(dirfd, path, O_RDONLY | O_NONBLOCK);
     if (fd < 0)
-        return -errno;
+        return fd;
     _cleanup_free_ char *buf = malloc(READ_BLOCK);
     EVP_MD_CTX *md = EVP_MD_CTX_new();
     int r = 0;
@@ -295,59 +354,85 @@ out:
     return r;
 }
 
+/* stat of a manifest path, opened as open_beneath() does (a symlink is
+ * stat'ed itself). */
+static int stat_beneath(int dirfd, const char *path, struct stat *ret) {
+    _cleanup_close_ int fd = open_beneath(dirfd, path, O_PATH);
+    if (fd < 0)
+        return fd;
+    return fstat(fd, ret) < 0 ? -errno : 0;
+}
+
+/* One manifest line against what is at path; m passed
+ * ws_archive_manifest_check(). */
+static int verify_one(int dfd, const char *path, json_object *m, char **ret_message) {
+    json_object *v;
+    const char *type = json_object_object_get_ex(m, "type", &v) ? json_object_get_string(v) : "";
+    const char *link = json_object_object_get_ex(m, "link", &v) ? json_object_get_string(v) : NULL;
+    int mode = json_object_object_get_ex(m, "mode", &v) ? json_object_get_int(v) : -1;
+    struct stat st;
+    int r = stat_beneath(dfd, path, &st);
+    if (r < 0)
+        return say(ret_message, -EBADMSG, "%s: missing after import: %s", path,
+                   r == -ELOOP || r == -EXDEV ? "its path leaves the workspace" : strerror(-r));
+    bool type_ok = streq(type, "file") || streq(type, "hardlink") ? S_ISREG(st.st_mode)
+                   : streq(type, "dir")                          ? S_ISDIR(st.st_mode)
+                   : streq(type, "symlink")                      ? S_ISLNK(st.st_mode)
+                                                                 : true;
+    if (!type_ok)
+        return say(ret_message, -EBADMSG, "%s: not a %s after import", path, type);
+    if (mode >= 0 && !S_ISLNK(st.st_mode) && (int) (st.st_mode & 07777) != mode)
+        return say(ret_message, -EBADMSG, "%s: mode %04o, the archive says %04o", path, st.st_mode & 07777,
+                   (unsigned) mode);
+    if (streq(type, "symlink")) {
+        char target[PATH_MAX];
+        _cleanup_close_ int fd = open_beneath(dfd, path, O_PATH);
+        ssize_t l = fd < 0 ? -1 : readlinkat(fd, "", target, sizeof target - 1);
+        if (l < 0)
+            return say(ret_message, -EBADMSG, "%s: cannot read the link: %s", path,
+                       strerror(fd < 0 ? -fd : errno));
+        target[l] = 0;
+        if (!link || !streq(link, target))
+            return say(ret_message, -EBADMSG, "%s: points to '%s', the archive says '%s'", path, target, link ?: "");
+    } else if (streq(type, "hardlink")) {
+        struct stat first;
+        if (!link || stat_beneath(dfd, link, &first) < 0)
+            return say(ret_message, -EBADMSG, "%s: its first name '%s' is missing", path, link ?: "");
+        if (first.st_ino != st.st_ino || first.st_dev != st.st_dev)
+            return say(ret_message, -EBADMSG, "%s: not a hard link of %s after import", path, link);
+    } else if (streq(type, "file")) {
+        const char *want = json_object_object_get_ex(m, "sha256", &v) ? json_object_get_string(v) : NULL;
+        uint64_t size = json_object_object_get_ex(m, "size", &v) ? json_object_get_uint64(v) : 0, got = 0;
+        char hex[65];
+        r = file_sha256(dfd, path, hex, &got);
+        if (r < 0)
+            return say(ret_message, r, "%s: cannot read it back: %s", path, strerror(-r));
+        if (got != size)
+            return say(ret_message, -EBADMSG, "%s: %llu bytes, the archive says %llu", path, (unsigned long long) got,
+                       (unsigned long long) size);
+        if (!want || !streq(want, hex))
+            return say(ret_message, -EBADMSG, "%s: sha256 %s, the archive says %s", path, hex, want ?: "(none)");
+    }
+    return 0;
+}
+
 int ws_archive_verify(const char *dest, json_object *manifest, uint64_t *ret_checked, char **ret_message) {
     json_object *files = NULL;
     uint64_t n = 0;
-    if (!dest || !json_object_object_get_ex(manifest, "files", &files) || !json_object_is_type(files, json_type_object))
-        return say(ret_message, -EBADMSG, "the manifest has no \"files\" object");
+    if (!dest)
+        return -EINVAL;
+    /* Nothing is opened before the whole manifest is known to name only
+     * paths below dest. */
+    int r = ws_archive_manifest_check(manifest, NULL, ret_message);
+    if (r < 0)
+        return r;
+    (void) json_object_object_get_ex(manifest, "files", &files);
     _cleanup_close_ int dfd = open(dest, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
     if (dfd < 0)
         return say(ret_message, -errno, "cannot open %s: %m", dest);
     json_object_object_foreach(files, path, m) {
-        json_object *v;
-        const char *type = json_object_object_get_ex(m, "type", &v) ? json_object_get_string(v) : "";
-        const char *link = json_object_object_get_ex(m, "link", &v) ? json_object_get_string(v) : NULL;
-        int mode = json_object_object_get_ex(m, "mode", &v) ? json_object_get_int(v) : -1;
-        struct stat st;
-        if (fstatat(dfd, path, &st, AT_SYMLINK_NOFOLLOW) < 0)
-            return say(ret_message, -EBADMSG, "%s: missing after import: %m", path);
-        bool type_ok = streq(type, "file") || streq(type, "hardlink") ? S_ISREG(st.st_mode)
-                       : streq(type, "dir")                          ? S_ISDIR(st.st_mode)
-                       : streq(type, "symlink")                      ? S_ISLNK(st.st_mode)
-                                                                     : true;
-        if (!type_ok)
-            return say(ret_message, -EBADMSG, "%s: not a %s after import (mode %o)", path, type, st.st_mode);
-        if (mode >= 0 && !S_ISLNK(st.st_mode) && (int) (st.st_mode & 07777) != mode)
-            return say(ret_message, -EBADMSG, "%s: mode %04o, the archive says %04o", path, st.st_mode & 07777,
-                       (unsigned) mode);
-        if (streq(type, "symlink")) {
-            char target[PATH_MAX];
-            ssize_t l = readlinkat(dfd, path, target, sizeof target - 1);
-            if (l < 0)
-                return say(ret_message, -EBADMSG, "%s: cannot read the link: %m", path);
-            target[l] = 0;
-            if (!link || !streq(link, target))
-                return say(ret_message, -EBADMSG, "%s: points to '%s', the archive says '%s'", path, target,
-                           link ?: "");
-        } else if (streq(type, "hardlink")) {
-            struct stat first;
-            if (!link || fstatat(dfd, link, &first, AT_SYMLINK_NOFOLLOW) < 0)
-                return say(ret_message, -EBADMSG, "%s: its first name '%s' is missing", path, link ?: "");
-            if (first.st_ino != st.st_ino || first.st_dev != st.st_dev)
-                return say(ret_message, -EBADMSG, "%s: not a hard link of %s after import", path, link);
-        } else if (streq(type, "file")) {
-            const char *want = json_object_object_get_ex(m, "sha256", &v) ? json_object_get_string(v) : NULL;
-            uint64_t size = json_object_object_get_ex(m, "size", &v) ? json_object_get_uint64(v) : 0, got = 0;
-            char hex[65];
-            int r = file_sha256(dfd, path, hex, &got);
-            if (r < 0)
-                return say(ret_message, r, "%s: cannot read it back: %s", path, strerror(-r));
-            if (got != size)
-                return say(ret_message, -EBADMSG, "%s: %llu bytes, the archive says %llu", path,
-                           (unsigned long long) got, (unsigned long long) size);
-            if (!want || !streq(want, hex))
-                return say(ret_message, -EBADMSG, "%s: sha256 %s, the archive says %s", path, hex, want ?: "(none)");
-        }
+        if ((r = verify_one(dfd, path, m, ret_message)) < 0)
+            return r;
         n++;
     }
     if (ret_checked)

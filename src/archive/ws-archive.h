@@ -84,9 +84,12 @@ DEFINE_TRIVIAL_CLEANUP_FUNC(WsArchiveReader *, ws_archive_reader_free)
 /*
  * Extracts the rest of the archive into directory dest (which must exist):
  * modes, owners (numeric ids), times, xattrs, symlinks and hard links,
- * refusing absolute paths, ".." and paths through symlinks. Stops at the
- * first error. *ret_manifest is the manifest (a new reference): an archive
- * that ends without one is -EBADMSG (truncated).
+ * refusing names that are not canonical relative paths (absolute, "..",
+ * ".", "//"), a name twice, paths through symlinks, and device nodes.
+ * Stops at the first error. *ret_manifest is the manifest (a new
+ * reference), checked by ws_archive_manifest_check() against the entries
+ * the archive held: an archive that ends without one is -EBADMSG
+ * (truncated), one whose manifest and entries differ either way too.
  * Returns: <0 on error (message says why), 0.
  */
 int ws_archive_extract(WsArchiveReader *r, const char *dest, json_object **ret_manifest, WsArchiveStats *ret_stats,
@@ -95,8 +98,40 @@ int ws_archive_extract(WsArchiveReader *r, const char *dest, json_object **ret_m
 /*
  * Checks dest against a manifest: every path exists with its type, mode
  * and size, files have their sha256 (read back through dest), symlinks
- * their target, hard links the inode of their first name.
- * Returns: -EBADMSG on the first mismatch (message names the path and
- * what differs), other <0, 0 with *ret_checked (entries checked).
+ * their target, hard links the inode of their first name. The manifest is
+ * untrusted: it must pass ws_archive_manifest_check() first, and every
+ * path is opened beneath dest with no symlink followed and no mount
+ * crossed (openat2 RESOLVE_BENEATH|RESOLVE_NO_SYMLINKS|RESOLVE_NO_XDEV),
+ * so nothing outside dest is ever read, and no message shows anything
+ * read outside it.
+ * Returns: -EBADMSG on the first mismatch or a refused manifest (message
+ * names the path and what differs), other <0, 0 with *ret_checked
+ * (entries checked).
  */
 int ws_archive_verify(const char *dest, json_object *manifest, uint64_t *ret_checked, char **ret_message);
+
+/*
+ * Is p a canonical relative path: not empty, not absolute, no empty, "."
+ * or ".." component, no trailing '/', shorter than PATH_MAX. Only such
+ * names enter or are read back from a workspace on import.
+ */
+bool ws_archive_path_is_canonical(const char *p);
+
+/* An entry's name: a canonical path, or, for a directory (dir), one with
+ * a single trailing '/', as exports write them. */
+bool ws_archive_name_is_canonical(const char *p, bool dir);
+
+/* Is p the archive's own directory (WS_ARCHIVE_DIR) or below it. */
+bool ws_archive_path_is_reserved(const char *p);
+
+/*
+ * Checks an archive's manifest as untrusted input: format, an "entries"
+ * count equal to the number of paths listed, every path canonical and not
+ * reserved, every line typed (file: size and a 64-hex sha256; hardlink:
+ * the canonical path of a listed file; symlink: a target string; mode
+ * 0..07777). With names (an object whose keys are the entries the archive
+ * held), the manifest and the archive must list the same paths, both
+ * ways. Reads nothing from disk.
+ * Returns: -EBADMSG (message says what is wrong), 0.
+ */
+int ws_archive_manifest_check(json_object *manifest, json_object *names, char **ret_message);
