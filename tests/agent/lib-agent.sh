@@ -89,3 +89,36 @@ api:
   flush_probe_interval: 1s
 YAML
 }
+
+# hostile_imports PREFIX: every archive of tests/chaos/hostile-archives.py
+# imported into the agent at $SOCK as PREFIX-N (issue 35.2): each must be
+# refused saying why, leave no workspace, write nothing beside the victim
+# and read nothing of it (its atime, set to the epoch first, stays: the
+# filesystems here are relatime) nor show its digest.
+hostile_imports() {
+    local prefix=$1 dir=$WORK/hostile-$1 n=0 file expect out code
+    rm -rf "$dir" && mkdir -p "$dir/corpus" "$dir/outside" || fail "hostile imports: cannot make $dir"
+    echo "a host file that no import may read" >"$dir/outside/victim"
+    local digest
+    digest=$(sha256sum "$dir/outside/victim" | cut -d' ' -f1)
+    "$PY" "$LAYOUTD_TESTS/chaos/hostile-archives.py" "$dir/corpus" "$dir/outside/victim" >"$dir/list" ||
+        fail "hostile imports: cannot write the corpus"
+    touch -a -d @0 "$dir/outside/victim"
+    while IFS=$'\t' read -r file expect; do
+        n=$((n + 1))
+        out=$dir/import-$n.txt
+        "$LAYOUTCTL" --socket "$SOCK" import "$file" --id "$prefix-$n" >"$out" 2>&1 &&
+            fail "hostile imports: $(basename "$file") was imported: $(cat "$out")"
+        has "$expect" <"$out" || fail "hostile imports: $(basename "$file") refused, but not saying '$expect': $(cat "$out")"
+        has "$digest" <"$out" && fail "hostile imports: $(basename "$file"): the refusal shows the victim's digest"
+        code=$(curl -s -o /dev/null -w '%{http_code}' --max-time 30 --unix-socket "$SOCK" "http://layoutd/v1/workspaces/$prefix-$n")
+        [ "$code" = 404 ] || fail "hostile imports: $(basename "$file") left workspace $prefix-$n ($code)"
+    done <"$dir/list"
+    [ "$n" -ge 10 ] || fail "hostile imports: only $n archives in the corpus"
+    [ "$(stat -c %X "$dir/outside/victim")" = 0 ] || fail "hostile imports: the victim was read"
+    [ "$(ls -A "$dir/outside")" = victim ] || fail "hostile imports: written beside the victim: $(ls -A "$dir/outside")"
+    [ -z "$(find "$WORK" / -maxdepth 1 -name escape 2>/dev/null; find "$WORK" -xdev -name escape 2>/dev/null)" ] ||
+        fail "hostile imports: an escape file was written"
+    rm -rf "$dir"
+    log "hostile imports: $n archives refused, nothing read or written outside"
+}

@@ -263,6 +263,9 @@ grep -q "MISMATCH.*tree/a/mid.bin" "$WORK/lie.txt" || fail "manifest mismatch: u
 out=$(SOCK=$WORK/b/api.sock api GET /v1/workspaces/lie-1)
 [ "$(st)" = 404 ] || fail "a mismatching import left workspace lie-1"
 
+# Hostile archives (issue 35.2): refused, nothing read or written outside.
+SOCK=$WORK/b/api.sock hostile_imports hostile
+
 # Both agents still serve what they had.
 cmp "$m/big/three-mib.bin" "$mb/big/three-mib.bin" || fail "after all that, B's big file differs"
 kill -INT "$PID_A" "$PID_B"

@@ -44,7 +44,9 @@
 #   everything serves again once the space is back), api-churn (a dozen
 #   creates at once with restarts and an export among them, then the new
 #   workspaces removed at once: refusals only for want of room, the bound
-#   held, nothing left behind). The root of the run
+#   held, nothing left behind), hostile-archives (a corpus of malicious
+#   exports imported: each refused, nothing read or written outside the
+#   workspace, no workspace left). The root of the run
 #   is its own small ext4 (a loop device) so that this fault fills that,
 #   never the machine's filesystem.
 # Invariants after each fault (writers paused):
@@ -515,10 +517,18 @@ fault() {
             done
             [ "$(jget "$(api GET /v1/workspaces)" "len(d['workspaces'])")" = 3 ] ||
                 fail "api-churn: workspaces after the churn: $(api GET /v1/workspaces)" ;;
+        hostile-archives)
+            # Malicious exports handed to `layoutctl import` (issue 35.2):
+            # absolute and ".." manifest paths, unlisted entries, symlinks,
+            # hard links out, devices, a huge manifest; each refused with
+            # nothing read or written outside (tests/agent/lib-agent.sh).
+            hostile_imports chaos-h
+            [ "$(jget "$(api GET /v1/workspaces)" "len(d['workspaces'])")" = 3 ] ||
+                fail "hostile-archives: workspaces after the imports: $(api GET /v1/workspaces)" ;;
     esac
 }
 KINDS=(agent-kill9 agent-term agent-int daemon-kill9 sweeper-kill9 teardown content-ro fill
-       image-moved xfs-shutdown content-shutdown host-full api-churn)
+       image-moved xfs-shutdown content-shutdown host-full api-churn hostile-archives)
 # CHAOS_KINDS="a b": only these (to try one fault kind while working on it)
 [ -z "${CHAOS_KINDS:-}" ] || read -ra KINDS <<<"$CHAOS_KINDS"
 # next_kind: the kinds in a seeded shuffle, every one once before any
