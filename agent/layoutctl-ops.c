@@ -322,7 +322,9 @@ int layoutctl_check(int argc, char **argv, const LayoutctlGlobals *g) {
         "\n"
         "Checks every workspace's files against the content pool: lists each file whose\n"
         "object the pool does not have (it reads as an I/O error, never as zeros, and\n"
-        "keeps its reference: a pool restored from a backup makes it readable again).\n"
+        "keeps its reference: a pool restored from a backup makes it readable again),\n"
+        "and each file that still holds its whole data beside its object (space held\n"
+        "twice until its daemon punches it).\n"
         "Changes nothing. The pool's own tool does it (layoutd-wsfs fsck for the\n"
         "reference daemon). Refused while a volume that may hold references is out of\n"
         "service.\n"
@@ -353,8 +355,26 @@ int layoutctl_check(int argc, char **argv, const LayoutctlGlobals *g) {
             printf("missing  %s  %s  %s\n", d ? json_object_get_string(d) : "?", path ?: "?",
                    own ? json_object_get_string(own) : "");
         }
+        /* Files held twice: whole on their state volume while the pool has
+         * their object, a punch still to come (issue 35.3). Not an error:
+         * space, not data. */
+        json_object *twice = jget(r.json, "report.twice");
+        for (size_t i = 0; twice && i < json_object_array_length(twice); i++) {
+            json_object *m = json_object_array_get_idx(twice, i), *p, *d, *al;
+            json_object_object_get_ex(m, "path", &p);
+            json_object_object_get_ex(m, "digest", &d);
+            json_object_object_get_ex(m, "allocated", &al);
+            _cleanup_free_ char *path = str_escape_terminal(p ? json_object_get_string(p) : "?");
+            printf("twice    %s  %s  %s bytes\n", d ? json_object_get_string(d) : "?", path ?: "?",
+                   al ? json_object_get_string(al) : "?");
+        }
         printf("%" PRIu64 " stub(s) checked: %" PRIu64 " without their object (%" PRIu64 " object(s))%s\n",
                juint(r.json, "report.stubs_checked"), stubs, objects, complete ? "" : "; the check was incomplete");
+        if (juint(r.json, "report.held_twice") > 0)
+            printf("%" PRIu64 " file(s) hold their whole data beside their object: %" PRIu64
+                   " bytes held twice, until their daemon punches them (at their last close, its next batch, or "
+                   "its start)\n",
+                   juint(r.json, "report.held_twice"), juint(r.json, "report.held_twice_bytes"));
         if (stubs > 0)
             ec = LAYOUTCTL_EXIT_FAILURE;
         else if (!complete)

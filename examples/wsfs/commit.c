@@ -261,9 +261,13 @@ static void *committer_thread(void *arg) {
         pthread_mutex_unlock(&c->lock);
 
         int r = batch_flush(c, &b);
-        /* Only once the objects are durable may the stubs drop their data. */
-        for (size_t i = 0; r >= 0 && i < b.n_punches; i++)
-            c->cfg.punch(c->cfg.userdata, &b.punches[i]);
+        /* Only once the objects are durable may the stubs drop their data;
+         * after a failed batch the punches are kept, to be made durable
+         * and done later, not forgotten (issue 35.3). */
+        for (size_t i = 0; i < b.n_punches; i++)
+            c->cfg.punch(c->cfg.userdata, &b.punches[i], r >= 0);
+        if (c->cfg.batch_done)
+            c->cfg.batch_done(c->cfg.userdata);
 
         pthread_mutex_lock(&c->lock);
         atomic_fetch_add(&c->cfg.stats->records_committed, b.n_records);

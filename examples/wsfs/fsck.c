@@ -76,6 +76,9 @@ typedef struct Fsck {
     DigestSet present, missing_objects, seen;
     Missing *missing;
     size_t n_missing, cap_missing;
+    Missing *twice;           /* whole while the pool has their object */
+    size_t n_twice, cap_twice;
+    uint64_t twice_bytes;
     uint64_t stubs, rechecked, whole, punched, unknown, in_trash, lock_wait_ms;
     char error[600];
 } Fsck;
@@ -176,11 +179,31 @@ static int confirm(Fsck *f, int dir_fd, const char *rel, const char *name, const
     return digest_set_add(&f->missing_objects, &d) < 0 ? -ENOMEM : 0;
 }
 
+/* A stub that still holds its whole data while the pool has its object
+ * (issue 35.3): its bytes are held twice until the daemon punches it. */
+static int note_twice(Fsck *f, const char *rel, const char *name, const char *hex, const struct stat *st) {
+    if (f->n_twice == f->cap_twice) {
+        size_t cap = f->cap_twice * 2 + 16;
+        Missing *m = reallocarray(f->twice, cap, sizeof(Missing));
+        if (!m)
+            return -ENOMEM;
+        f->twice = m;
+        f->cap_twice = cap;
+    }
+    Missing *m = &f->twice[f->n_twice];
+    *m = (Missing) { .size = st->st_size, .allocated = (uint64_t) st->st_blocks * 512, .own_data = "whole" };
+    if (!(m->path = join_path(f->root, rel, name)))
+        return -ENOMEM;
+    memcpy(m->hex, hex, sizeof(m->hex));
+    f->n_twice++;
+    f->twice_bytes += m->allocated;
+    return 0;
+}
+
 static int check_file(Walker *w, int dir_fd, const char *rel, const char *name, const struct stat *st) {
     Fsck *f = (Fsck *) w;
     char val[WSFS_HEX_LEN + 1], path[PATH_MAX];
     Digest d;
-    (void) st;
 
     if (snprintf(path, sizeof(path), "/proc/self/fd/%d/%s", dir_fd, name) >= (int) sizeof(path))
         return 0;
@@ -200,16 +223,21 @@ static int check_file(Walker *w, int dir_fd, const char *rel, const char *name, 
     f->stubs++;
     if (digest_set_add(&f->seen, &d) < 0)
         return -ENOMEM;
+    bool whole = st->st_size > 0 && (uint64_t) st->st_blocks * 512 >= (uint64_t) st->st_size &&
+                 lgetxattr(path, WSFS_XATTR_WHOLE, NULL, 0) >= 0;
     if (digest_set_has(&f->present, &d))
-        return 0;
+        return whole ? note_twice(f, rel, name, val, st) : 0;
     int state = cas_object_state(&f->pool, val);
     if (state < 0) {
         w->errors++;
         fsck_fail(f, "looking up object %s: %s", val, strerror(-state));
         return 0;
     }
-    if (state == 1)
-        return digest_set_add(&f->present, &d) < 0 ? -ENOMEM : 0;
+    if (state == 1) {
+        if (digest_set_add(&f->present, &d) < 0)
+            return -ENOMEM;
+        return whole ? note_twice(f, rel, name, val, st) : 0;
+    }
     return confirm(f, dir_fd, rel, name, val);
 }
 
@@ -234,6 +262,14 @@ static void print_result(Fsck *f, bool ok, int64_t duration_ms) {
             printf(",\"digest\":\"%s\",\"size\":%" PRIu64 ",\"allocated\":%" PRIu64 ",\"own_data\":\"%s\"}",
                    m->hex, m->size, m->allocated, m->own_data);
         }
+        printf("],\"held_twice\":%zu,\"held_twice_bytes\":%" PRIu64 ",\"twice\":[", f->n_twice, f->twice_bytes);
+        for (size_t i = 0; i < f->n_twice; i++) {
+            Missing *m = &f->twice[i];
+            fputs(i ? ",{\"path\":" : "{\"path\":", stdout);
+            cli_json_string(stdout, m->path);
+            printf(",\"digest\":\"%s\",\"size\":%" PRIu64 ",\"allocated\":%" PRIu64 "}", m->hex, m->size,
+                   m->allocated);
+        }
         fputs("]}\n", stdout);
     } else {
         for (size_t i = 0; i < f->n_missing; i++) {
@@ -242,6 +278,15 @@ static void print_result(Fsck *f, bool ok, int64_t duration_ms) {
             cli_json_string(stdout, m->path);
             fputc('\n', stdout);
         }
+        for (size_t i = 0; i < f->n_twice; i++) {
+            Missing *m = &f->twice[i];
+            printf("twice %s %" PRIu64 " ", m->hex, m->allocated);
+            cli_json_string(stdout, m->path);
+            fputc('\n', stdout);
+        }
+        if (f->n_twice > 0)
+            printf("%zu stubs hold their whole data beside their object (%" PRIu64 " bytes twice; their daemon "
+                   "punches them)\n", f->n_twice, f->twice_bytes);
         printf("%s%" PRIu64 " stubs checked (%zu objects): %zu without their object (%zu objects; %" PRIu64
                " whole, %" PRIu64 " punched, %" PRIu64 " unknown), %" PRIu64 " in the trash, %" PRIu64
                " errors, %" PRId64 " ms\n",
@@ -265,6 +310,9 @@ static void fsck_free(Fsck *f) {
     for (size_t i = 0; i < f->n_missing; i++)
         free(f->missing[i].path);
     free(f->missing);
+    for (size_t i = 0; i < f->n_twice; i++)
+        free(f->twice[i].path);
+    free(f->twice);
     cli_free_list(f->content, f->n_shards);
     cli_free_list(f->roots, f->n_roots);
 }

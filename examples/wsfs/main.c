@@ -561,7 +561,7 @@ int main(int argc, char **argv) {
     CommitterConfig ccfg = {
         .mode = a.mode, .batch_records = a.batch_records, .batch_usec = a.batch_ms * USEC_PER_MSEC,
         .state_fd = sync_fd, .pool = &pool, .mounts = &fs->mounts, .fdc = &fs->fdc, .stats = &stats,
-        .stats_path = a.stats_file, .punch = fs_punch, .userdata = fs,
+        .stats_path = a.stats_file, .punch = fs_punch, .batch_done = fs_batch_done, .userdata = fs,
     };
     r = committer_start(&ccfg, &committer);
     if (r < 0) {

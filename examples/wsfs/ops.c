@@ -870,6 +870,8 @@ static void handle_close(Fs *fs, Inode *i, Handle *h, fuse_req_t reply_to) {
      * references the pool (the sweeper never walks it) and a link from it
      * never has to wait for an object. */
     bool store = fs->cfg.cas_threshold > 0 && !i->in_store && i->opens == 0 && atomic_exchange(&i->dirty, false);
+    /* The last handle of a stub whose punch waited for it (issue 35.3). */
+    bool punch = !store && i->opens == 0 && fs->n_later > 0;
     uint64_t wgen = i->wgen;
     if (store) /* keep the Inode alive past a FORGET while we copy */
         inode_ref(&fs->inodes, i);
@@ -884,6 +886,8 @@ static void handle_close(Fs *fs, Inode *i, Handle *h, fuse_req_t reply_to) {
         stub_store(fs, i, wgen);
         inode_unref(&fs->inodes, &fs->fdc, i, 1);
     }
+    if (punch)
+        stub_punch_later_retry(fs, &(struct stat) { .st_dev = i->dev, .st_ino = i->ino });
     inode_unref(&fs->inodes, &fs->fdc, i, 1); /* the handle's hold */
 }
 
@@ -1283,8 +1287,14 @@ static void write_stats(void *userdata) {
     committer_stats_changed(userdata);
 }
 
+/* The walk at start found a stub still whole (stub.c). */
+static void found_whole(void *ctx, int dir_fd, const char *name, const char *hex) {
+    stub_punch_found_whole(ctx, dir_fd, name, hex);
+}
+
 void fs_set_committer(Fs *fs, Committer *c) {
     fs->committer = c;
+    share_on_whole(&fs->share, found_whole, fs);
     share_start(&fs->share, write_stats, c);
 }
 
@@ -1307,6 +1317,7 @@ void fs_free(Fs *fs) {
     safe_close(fs->cfg.store_fd);
     fdcache_done(&fs->fdc);
     mount_table_done(&fs->mounts);
+    free(fs->later);
     pthread_mutex_destroy(&fs->cas_lock);
     pthread_mutex_destroy(&fs->log_lock);
     pthread_mutex_destroy(&fs->dirs_lock);

@@ -85,6 +85,11 @@ static int walk_file(Walker *walker, int dir_fd, const char *rel, const char *na
     }
     if (r > 0)
         w->used += st->st_size;
+    /* Whole on the state volume and a reference to the pool: its data is
+     * held twice until it is punched (the callback checks the object). */
+    if (w->s->whole && (uint64_t) st->st_blocks * 512 >= (uint64_t) st->st_size &&
+        lgetxattr(path, WSFS_XATTR_WHOLE, NULL, 0) >= 0)
+        w->s->whole(w->s->whole_ctx, dir_fd, name, val);
     if (digest_set_has(&w->present, &d))
         return 0;
     /* Neither in the pool nor in the trash, and not known to hold its
@@ -198,6 +203,13 @@ int share_init(PoolShare *s, const CasPool *pool, int state_fd, uint64_t limit, 
         return -r;
     s->started = true;
     return 0;
+}
+
+void share_on_whole(PoolShare *s, void (*whole)(void *ctx, int dir_fd, const char *name, const char *hex), void *ctx) {
+    pthread_mutex_lock(&s->lock);
+    s->whole = whole;
+    s->whole_ctx = ctx;
+    pthread_mutex_unlock(&s->lock);
 }
 
 void share_start(PoolShare *s, void (*notify)(void *userdata), void *userdata) {

@@ -141,7 +141,8 @@ int stats_format(Stats *s, const char *commit_mode, char *buf, size_t size) {
                     ",\"flushes\":%" PRIu64 ",\"flush_us\":%" PRIu64 ",\"flush_errors\":%" PRIu64
                     ",\"app_fsyncs\":%" PRIu64 ",\"objects_stored\":%" PRIu64
                     ",\"objects_deduplicated\":%" PRIu64 ",\"objects_restored\":%" PRIu64
-                    ",\"stubs_punched\":%" PRIu64 ",\"copy_ups\":%" PRIu64 ",\"cas_errors\":%" PRIu64
+                    ",\"stubs_punched\":%" PRIu64 ",\"punches_pending\":%" PRIu64 ",\"stubs_found_whole\":%" PRIu64
+                    ",\"copy_ups\":%" PRIu64 ",\"cas_errors\":%" PRIu64
                     ",\"inodes\":%" PRIu64 ",\"fds_cached\":%" PRIu64 ",\"fds_handles\":%" PRIu64
                     ",\"fd_cache_hits\":%" PRIu64 ",\"fd_cache_misses\":%" PRIu64
                     ",\"fd_cache_evictions\":%" PRIu64 ",\"fd_cache_waits\":%" PRIu64
@@ -154,7 +155,8 @@ int stats_format(Stats *s, const char *commit_mode, char *buf, size_t size) {
                     ",\"ops\":{%s}}",
                     commit_mode, V(operations), V(records), V(records_committed), V(batches),
                     V(flushes), V(flush_us), V(flush_errors), V(app_fsyncs), V(objects_stored),
-                    V(objects_deduplicated), V(objects_restored), V(stubs_punched), V(copy_ups),
+                    V(objects_deduplicated), V(objects_restored), V(stubs_punched), V(punches_pending),
+                    V(stubs_found_whole), V(copy_ups),
                     V(cas_errors), V(inodes), V(fds_cached), V(fds_handles), V(fd_cache_hits),
                     V(fd_cache_misses), V(fd_cache_evictions), V(fd_cache_waits), V(fd_sheds),
                     V(objects_missing), V(missing_eio), missing, V(stubs_recovered), V(sparse_kept),

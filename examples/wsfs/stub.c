@@ -306,27 +306,186 @@ void stub_store(Fs *fs, Inode *i, uint64_t wgen) {
     safe_close(dir);
 }
 
-void fs_punch(void *userdata, const CasPunch *p) {
-    Fs *fs = userdata;
+/* A punch kept for later; failures counts the tries that failed for
+ * another reason than open handles. */
+typedef struct PunchLater {
+    CasPunch p;
+    unsigned failures;
+} PunchLater;
+
+/* A kept punch that keeps failing (a filesystem without hole punching,
+ * say) is given up after this many tries: the file stays whole, which
+ * costs space, never data. */
+#define PUNCH_LATER_TRIES 8
+
+typedef enum PunchResult {
+    PUNCH_DONE,   /* punched */
+    PUNCH_MOOT,   /* nothing to punch: no longer a stub of that object, gone */
+    PUNCH_BUSY,   /* open handles may read its own data */
+    PUNCH_FAILED, /* an error: try again later */
+} PunchResult;
+
+/* Punches the stub p names if nothing has it open and it is still a stub
+ * of p->hex. Its object must be durable. cas_lock held. */
+static PunchResult punch_now(Fs *fs, const CasPunch *p) {
     char hex[WSFS_HEX_LEN + 1];
     struct stat st;
 
-    pthread_mutex_lock(&fs->cas_lock);
     /* Open handles may read the stub's own data; a copy-up since then
      * removed the xattr. Either way the data stays. */
-    if (inode_table_opens(&fs->inodes, p->dev, p->ino) == 0) {
-        _cleanup_close_ int fd = FD_RETRY(&fs->fdc, file_handle_open(&fs->mounts, &p->fh, O_RDWR));
-        ssize_t n = fd >= 0 ? fgetxattr(fd, WSFS_XATTR_CAS, hex, WSFS_HEX_LEN) : -1;
-        hex[WSFS_HEX_LEN] = 0;
-        /* The marker goes first: once any block may be a hole, the stub
-         * must never be taken for whole. If the punch then fails, the
-         * marker stays off (a punch may have freed some blocks). */
-        if (n == WSFS_HEX_LEN && streq(hex, p->hex) && fstat(fd, &st) == 0 && st.st_size > 0 &&
-            (fremovexattr(fd, WSFS_XATTR_WHOLE) == 0 || errno == ENODATA) &&
-            fallocate(fd, FALLOC_FL_PUNCH_HOLE | FALLOC_FL_KEEP_SIZE, 0, st.st_size) == 0) {
-            (void) futimens(fd, (struct timespec[2]) { st.st_atim, st.st_mtim });
-            atomic_fetch_add(&fs->cfg.stats->stubs_punched, 1);
+    if (inode_table_opens(&fs->inodes, p->dev, p->ino) > 0)
+        return PUNCH_BUSY;
+    _cleanup_close_ int fd = FD_RETRY(&fs->fdc, file_handle_open(&fs->mounts, &p->fh, O_RDWR));
+    if (fd < 0)
+        return errno == ESTALE || errno == ENOENT ? PUNCH_MOOT : PUNCH_FAILED;
+    ssize_t n = fgetxattr(fd, WSFS_XATTR_CAS, hex, WSFS_HEX_LEN);
+    hex[WSFS_HEX_LEN] = 0;
+    if (n != WSFS_HEX_LEN || !streq(hex, p->hex) || fstat(fd, &st) < 0 || st.st_size == 0)
+        return PUNCH_MOOT;
+    /* Punched already (by a try that ran beside this one). */
+    if ((uint64_t) st.st_blocks * 512 < (uint64_t) st.st_size && fgetxattr(fd, WSFS_XATTR_WHOLE, NULL, 0) < 0)
+        return PUNCH_MOOT;
+    /* The marker goes first: once any block may be a hole, the stub must
+     * never be taken for whole. If the punch then fails, the marker stays
+     * off (a punch may have freed some blocks); a later try punches what
+     * is left. */
+    if (fremovexattr(fd, WSFS_XATTR_WHOLE) < 0 && errno != ENODATA)
+        return PUNCH_FAILED;
+    if (fallocate(fd, FALLOC_FL_PUNCH_HOLE | FALLOC_FL_KEEP_SIZE, 0, st.st_size) < 0)
+        return PUNCH_FAILED;
+    (void) futimens(fd, (struct timespec[2]) { st.st_atim, st.st_mtim });
+    atomic_fetch_add(&fs->cfg.stats->stubs_punched, 1);
+    committer_stats_changed(fs->committer);
+    return PUNCH_DONE;
+}
+
+/* Keeps p for later (one entry per inode: a newer punch replaces an
+ * older one). cas_lock held. */
+static void punch_later(Fs *fs, const CasPunch *p, unsigned failures) {
+    for (size_t k = 0; k < fs->n_later; k++)
+        if (fs->later[k].p.dev == p->dev && fs->later[k].p.ino == p->ino) {
+            fs->later[k] = (PunchLater) { *p, failures };
+            return;
         }
+    if (fs->n_later == fs->cap_later) {
+        size_t cap = fs->cap_later * 2 + 16;
+        PunchLater *l = reallocarray(fs->later, cap, sizeof(PunchLater));
+        if (!l)
+            return; /* a missed saving, never a loss: the stub stays whole */
+        fs->later = l;
+        fs->cap_later = cap;
     }
+    fs->later[fs->n_later++] = (PunchLater) { *p, failures };
+    atomic_store(&fs->cfg.stats->punches_pending, fs->n_later);
+    committer_stats_changed(fs->committer);
+}
+
+void fs_punch(void *userdata, const CasPunch *p, bool durable) {
+    Fs *fs = userdata;
+    pthread_mutex_lock(&fs->cas_lock);
+    PunchResult r = durable ? punch_now(fs, p) : PUNCH_FAILED;
+    if (r == PUNCH_BUSY || r == PUNCH_FAILED)
+        punch_later(fs, p, 0);
     pthread_mutex_unlock(&fs->cas_lock);
+}
+
+void fs_batch_done(void *userdata) {
+    Fs *fs = userdata;
+    stub_punch_later_retry(fs, NULL);
+}
+
+/* Makes a kept punch's object durable again (its batch may have failed,
+ * or the daemon may have died before it), and the stub's xattrs with it.
+ * Returns: 0, -ENOENT (the object is not in the pool), other <0. */
+static int punch_make_durable(Fs *fs, const CasPunch *p) {
+    bool restored;
+    char sub[3] = { p->hex[0], p->hex[1], 0 };
+    int r = 0;
+
+    cas_lock_shared(fs->cfg.pool);
+    _cleanup_close_ int obj = cas_open_object(fs->cfg.pool, &fs->fdc, p->hex, &restored);
+    if (obj < 0)
+        r = obj;
+    else {
+        size_t shard = cas_shard_of(p->hex, fs->cfg.pool->n_shards);
+        _cleanup_close_ int dir = openat(fs->cfg.pool->objects_fds[shard], sub, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+        if (fsync(obj) < 0 || dir < 0 || fsync(dir) < 0 || fsync(fs->cfg.pool->objects_fds[shard]) < 0)
+            r = negative_errno();
+    }
+    cas_unlock_shared(fs->cfg.pool);
+    if (r < 0)
+        return r;
+    _cleanup_close_ int fd = FD_RETRY(&fs->fdc, file_handle_open(&fs->mounts, &p->fh, O_RDONLY));
+    if (fd < 0)
+        return negative_errno();
+    return fsync(fd) < 0 ? negative_errno() : 0;
+}
+
+void stub_punch_later_retry(Fs *fs, const struct stat *only) {
+    pthread_mutex_lock(&fs->cas_lock);
+    if (fs->n_later == 0) {
+        pthread_mutex_unlock(&fs->cas_lock);
+        return;
+    }
+    /* Taken out of the list while the slow part runs without the lock;
+     * what is not done goes back. */
+    PunchLater *mine = NULL;
+    size_t n = 0, keep = 0;
+    for (size_t k = 0; k < fs->n_later; k++) {
+        PunchLater *l = &fs->later[k];
+        bool want = (!only || (l->p.dev == only->st_dev && l->p.ino == only->st_ino)) &&
+                    inode_table_opens(&fs->inodes, l->p.dev, l->p.ino) == 0;
+        if (!want) {
+            fs->later[keep++] = *l;
+            continue;
+        }
+        PunchLater *m = reallocarray(mine, n + 1, sizeof(PunchLater));
+        if (!m) {
+            fs->later[keep++] = *l;
+            continue;
+        }
+        mine = m;
+        mine[n++] = *l;
+    }
+    fs->n_later = keep;
+    pthread_mutex_unlock(&fs->cas_lock);
+
+    for (size_t k = 0; k < n; k++) {
+        PunchLater *l = &mine[k];
+        int r = punch_make_durable(fs, &l->p);
+        if (r == -ENOENT || r == -ESTALE)
+            continue; /* the object, or the stub, is gone: its own data stays */
+        pthread_mutex_lock(&fs->cas_lock);
+        PunchResult pr = r < 0 ? PUNCH_FAILED : punch_now(fs, &l->p);
+        if (pr == PUNCH_BUSY)
+            punch_later(fs, &l->p, l->failures);
+        else if (pr == PUNCH_FAILED && l->failures + 1 < PUNCH_LATER_TRIES)
+            punch_later(fs, &l->p, l->failures + 1);
+        else if (pr == PUNCH_FAILED)
+            fprintf(stderr, "layoutd-wsfs: giving up punching a stub of object %s after %d tries; it stays "
+                    "whole on the state volume\n", l->p.hex, PUNCH_LATER_TRIES);
+        pthread_mutex_unlock(&fs->cas_lock);
+    }
+    free(mine);
+    pthread_mutex_lock(&fs->cas_lock);
+    atomic_store(&fs->cfg.stats->punches_pending, fs->n_later);
+    committer_stats_changed(fs->committer);
+    pthread_mutex_unlock(&fs->cas_lock);
+}
+
+void stub_punch_found_whole(Fs *fs, int dir_fd, const char *name, const char *hex) {
+    struct stat st;
+    CasPunch p = {};
+    _cleanup_close_ int fd = openat(dir_fd, name, O_PATH | O_NOFOLLOW | O_CLOEXEC);
+    if (fd < 0 || fstat(fd, &st) < 0 || !S_ISREG(st.st_mode) || file_handle_of_fd(&fs->mounts, fd, &p.fh) < 0)
+        return;
+    p.dev = st.st_dev;
+    p.ino = st.st_ino;
+    memcpy(p.hex, hex, WSFS_HEX_LEN);
+    p.hex[WSFS_HEX_LEN] = 0;
+    atomic_fetch_add(&fs->cfg.stats->stubs_found_whole, 1);
+    pthread_mutex_lock(&fs->cas_lock);
+    punch_later(fs, &p, 0);
+    pthread_mutex_unlock(&fs->cas_lock);
+    stub_punch_later_retry(fs, &st);
 }

@@ -139,6 +139,8 @@ typedef struct Stats {
     atomic_uint_fast64_t objects_deduplicated; /* files whose object already existed */
     atomic_uint_fast64_t objects_restored;     /* objects found in the gc trash and put back */
     atomic_uint_fast64_t stubs_punched;        /* stubs whose data was released */
+    atomic_uint_fast64_t punches_pending;      /* stubs whole while their object is durable, to punch */
+    atomic_uint_fast64_t stubs_found_whole;    /* such stubs found by the walk at start */
     atomic_uint_fast64_t copy_ups;             /* CAS files copied back for writing */
     atomic_uint_fast64_t cas_errors;
     atomic_uint_fast64_t inodes;               /* inodes the kernel holds now */
@@ -460,6 +462,9 @@ typedef struct PoolShare {
     bool started, go;
     void (*notify)(void *userdata); /* a walk counted, or found objects missing */
     void *userdata;
+    /* A stub whole while its object is in the pool (share_on_whole) */
+    void (*whole)(void *ctx, int dir_fd, const char *name, const char *hex);
+    void *whole_ctx;
     pthread_t thread;
     int root_fd;              /* O_RDONLY of the state dir */
     char *root_path;          /* its path, for messages */
@@ -472,6 +477,10 @@ typedef struct PoolShare {
  * every reservation fails. state_fd: any fd of the state dir (O_PATH too).
  * Returns: <0 on error, 0 on success. */
 int share_init(PoolShare *s, const CasPool *pool, int state_fd, uint64_t limit, Stats *stats);
+/* Before share_start(): the walk calls whole(ctx, dir_fd, name, hex) for
+ * every stub that still holds its whole data (user.wsfs.whole, fully
+ * allocated) while its object is in the pool: a punch that never came. */
+void share_on_whole(PoolShare *s, void (*whole)(void *ctx, int dir_fd, const char *name, const char *hex), void *ctx);
 /* The first walk begins; notify(userdata) is called (unlocked, from the
  * walker) after each walk, so that the stats file says what it found. */
 void share_start(PoolShare *s, void (*notify)(void *userdata), void *userdata);
@@ -543,7 +552,9 @@ typedef struct CasPunch {
     char hex[WSFS_HEX_LEN + 1];
 } CasPunch;
 
-typedef void (*CommitPunchFn)(void *userdata, const CasPunch *p);
+/* durable: the punch's batch was committed (its object and the stub's
+ * xattrs are durable); false: the batch failed, the punch must wait. */
+typedef void (*CommitPunchFn)(void *userdata, const CasPunch *p, bool durable);
 
 typedef struct Committer Committer;
 
@@ -558,6 +569,7 @@ typedef struct CommitterConfig {
     Stats *stats;
     const char *stats_path;    /* NULL: no stats file */
     CommitPunchFn punch;
+    void (*batch_done)(void *userdata); /* after each batch and its punches, or NULL */
     void *userdata;
 } CommitterConfig;
 
@@ -620,6 +632,10 @@ typedef struct Fs {
     Committer *committer;
     uid_t euid;
     PoolShare share;
+    /* stub.c: punches not done when their batch ended (open handles, a
+     * failed batch, a stub found whole at start), retried; cas_lock */
+    struct PunchLater *later;
+    size_t n_later, cap_later;
     struct fuse_session *se; /* a copy into the pool stops when it has exited */
     /* stub.c: CAS failures are logged once per interval, not per file */
     pthread_mutex_t log_lock;
@@ -641,8 +657,13 @@ typedef struct Handle {
 int fs_new(const FsConfig *cfg, Fs **ret);
 void fs_set_committer(Fs *fs, Committer *c);
 void fs_set_session(Fs *fs, struct fuse_session *se);
-/* The punch callback handed to the committer (userdata = Fs*). */
-void fs_punch(void *userdata, const CasPunch *p);
+/* The punch callback handed to the committer (userdata = Fs*): punches a
+ * stub whose object is durable, or keeps the punch for later (open
+ * handles, a failed batch). */
+void fs_punch(void *userdata, const CasPunch *p, bool durable);
+/* The committer's batch_done (userdata = Fs*): the punches kept for later
+ * are tried again (stub_punch_later_retry). */
+void fs_batch_done(void *userdata);
 void fs_free(Fs *fs);
 extern const struct fuse_lowlevel_ops fs_ops;
 
@@ -663,6 +684,17 @@ int stub_open_object(Fs *fs, Inode *i, int path_fd, const char *hex);
 void stub_store(Fs *fs, Inode *i, uint64_t wgen);
 /* Logs a failed pool operation, at most once per interval. */
 void stub_log_cas_failure(Fs *fs, const char *what, int r);
+/* Tries again the punches kept for later: each stub's object is opened
+ * (restored from the trash if need be) and made durable with the stub's
+ * xattrs, then the stub is punched if nothing holds it open. One that is
+ * still held stays; one whose object is gone or that is no longer a
+ * stub of it is dropped (it keeps its own data). only: the inode whose
+ * last handle closed, or NULL for all. Never with cas_lock held. */
+void stub_punch_later_retry(Fs *fs, const struct stat *only);
+/* A stub found whole (user.wsfs.whole) while it names an object, at
+ * dir_fd/name (the pool-share walk at start): punched as a kept punch
+ * is. Never with cas_lock held. */
+void stub_punch_found_whole(Fs *fs, int dir_fd, const char *name, const char *hex);
 
 /* ---- gc.c, fsck.c ---- */
 
