@@ -418,6 +418,25 @@ void agent_update_status(Agent *a) {
     (void) sd_notify(false, status);
 }
 
+/* A first carve (mkfs of every volume, a VDO format on a large device)
+ * can outlast the unit's start timeout on a slow host. While the volumes
+ * come up in the worker (the loop is alive: it runs this), systemd is told
+ * to wait START_EXTEND_BY more, every START_EXTEND_EVERY, but no longer
+ * than START_EXTEND_MAX after the start: a worker stuck on a dead device
+ * must still fail the start. */
+#define START_EXTEND_EVERY (20 * USEC_PER_SEC)
+#define START_EXTEND_BY (60 * USEC_PER_SEC)
+#define START_EXTEND_MAX (30 * 60 * USEC_PER_SEC)
+
+static int on_start_extend(sd_event_source *s, uint64_t usec, void *userdata) {
+    Agent *a = userdata;
+    if (a->ready || a->stopping || usec >= a->start_extend_until)
+        return sd_event_source_set_enabled(s, SD_EVENT_OFF);
+    (void) sd_notifyf(false, "EXTEND_TIMEOUT_USEC=%" PRIu64, (uint64_t) START_EXTEND_BY);
+    (void) sd_event_source_set_time(s, usec + START_EXTEND_EVERY);
+    return sd_event_source_set_enabled(s, SD_EVENT_ONESHOT);
+}
+
 /* ---- reload ------------------------------------------------------------ */
 
 typedef struct ReloadJob {
@@ -764,6 +783,11 @@ int agent_run(Agent *a) {
     log_info("layoutd %s: layout %s (root %s, generation %" PRIu64 ")", LAYOUTD_VERSION, a->engine->layout_path,
              agent_layout(a)->root, a->generation);
     (void) sd_notify(false, "STATUS=Bringing volumes up");
+    a->start_extend_until = now_usec(CLOCK_MONOTONIC) + START_EXTEND_MAX;
+    r = sd_event_add_time_relative(a->event, NULL, CLOCK_MONOTONIC, START_EXTEND_EVERY, USEC_PER_SEC,
+                                   on_start_extend, a);
+    if (r < 0)
+        log_warning_errno(r, "Cannot extend the start timeout while volumes come up, ignoring: %m");
     /* The volumes come up in a worker; the loop serves reads meanwhile. */
     r = agent_job_submit(a, WORKER_OP_APPLY, NULL, NULL, NULL, on_started, NULL);
     if (r < 0)

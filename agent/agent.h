@@ -153,6 +153,7 @@ typedef struct Agent {
                                     down before that is not up yet, not
                                     failed) */
     bool ready;
+    usec_t start_extend_until;   /* CLOCK_MONOTONIC: no EXTEND_TIMEOUT_USEC after it */
     bool stopping;
     bool exit_after_jobs;        /* stopping: exit once the last job ended */
     bool shutdown_stop_workspaces; /* POST /v1/shutdown's choice */
