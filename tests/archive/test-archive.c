@@ -204,8 +204,8 @@ static void test_manifest_check(void **state) {
         "{\"format\":2,\"entries\":0,\"files\":{}}",
         "{\"format\":1,\"entries\":1,\"files\":{}}",
         "{\"format\":1,\"files\":{}}",
-        "{\"format\":1,\"entries\":1,\"files\":{\"/etc/shadow\":{\"type\":\"file\",\"mode\":416,\"size\":1,"
-        "\"sha256\":\"0000000000000000000000000000000000000000000000000000000000000000\"}}}",
+        ("{\"format\":1,\"entries\":1,\"files\":{\"/etc/shadow\":{\"type\":\"file\",\"mode\":416,\"size\":1,"
+         "\"sha256\":\"0000000000000000000000000000000000000000000000000000000000000000\"}}}"),
         "{\"format\":1,\"entries\":1,\"files\":{\"../x\":{\"type\":\"dir\",\"mode\":493}}}",
         "{\"format\":1,\"entries\":1,\"files\":{\"a/./b\":{\"type\":\"dir\",\"mode\":493}}}",
         "{\"format\":1,\"entries\":1,\"files\":{\".layoutd-export/x\":{\"type\":\"dir\",\"mode\":493}}}",
