@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
 /* FUSE over io_uring for libfuse 3.14 (--io-uring=on; issue 20, direction 6).
  *
  * Why: each FUSE request over /dev/fuse wakes a daemon thread wherever the

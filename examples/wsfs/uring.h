@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
 /* FUSE over io_uring beside libfuse 3.14's session loop (uring.c). */
 #pragma once
 struct fuse_session;
