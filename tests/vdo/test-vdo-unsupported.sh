@@ -54,7 +54,7 @@ YAML
     [ "$rc" -ne 0 ] || fail "apply said ok although the vdo volume cannot come up"
     grep -q 'content-0' "$WORK/apply.out" || fail "apply does not mention content-0"
     grep -q 'kernel has no dm-vdo target; load dm-vdo (modprobe dm-vdo)' "$WORK/apply.out" ||
-        fail "apply: no dm-vdo message (is vdo_apply_register() called by layoutctl?)"
+        fail "apply: no dm-vdo message (is the vdo-xfs row in the backend table?)"
     mnt="$WORK/root/volumes/state-0"
     findmnt -n "$mnt" >/dev/null || fail "state-0 is not mounted: the vdo failure blocked it"
     echo hello >"$mnt/probe" && sync -f "$mnt/probe" || fail "state-0 does not work"
