@@ -267,6 +267,24 @@ gone2() { [ "$(jget "$(api GET /v1/workspaces)" "len(d['workspaces'])")" = 21 ];
 wait_for 30 gone2 || fail "ws-30 and ws-31 not removed"
 api GET /metrics | has '^layoutd_record_writes_total [1-9]' || fail "no record writes counted"
 
+# --- the bash completion asks the agent that --socket names ---------------
+# (before or after the verb); without it, the default socket, where no
+# agent of this test runs.
+complete_ids() (
+    PATH=$LAYOUTD_BUILD_DIR/agent:$PATH
+    . "$LAYOUTD_SOURCE_DIR/agent/layoutctl.bash-completion"
+    COMP_WORDS=("$@"); COMP_CWORD=$((${#COMP_WORDS[@]} - 1)); _layoutctl; echo "${COMPREPLY[*]}"
+)
+want=$(jget "$(api GET /v1/workspaces)" "' '.join(sorted(w['id'] for w in d['workspaces'] if w['id'].startswith('ws-2')))")
+[ -n "$want" ] || fail "no workspace ws-2* to complete"
+sorted_words() { tr ' ' '\n' | LC_ALL=C sort | xargs; }
+[ "$(complete_ids layoutctl --socket "$SOCK" rm ws-2 | sorted_words)" = "$want" ] ||
+    fail "completion with --socket before the verb: '$(complete_ids layoutctl --socket "$SOCK" rm ws-2)', not '$want'"
+[ "$(complete_ids layoutctl show --socket="$SOCK" ws-2 | sorted_words)" = "$want" ] ||
+    fail "completion with --socket= after the verb: '$(complete_ids layoutctl show --socket="$SOCK" ws-2)', not '$want'"
+complete_ids layoutctl --socket "$SOCK" show state- | has -w state-0 || fail "volume names not completed"
+[ -n "$(complete_ids layoutctl rm ws-2)" ] && [ ! -S /run/layoutd/api.sock ] && fail "ids offered without an agent"
+
 # --- stop: no FUSE mount, no daemon left ---------------------------------
 stop_agent
 grep -q 'STOPPING=1' "$NOTIFY_LOG" || fail "no STOPPING=1"
