@@ -37,7 +37,8 @@ api:
   group: layoutd-no-such-group
   flush_probe_interval: 2s
 YAML
-start_agent "$L"
+# Debug: the test waits on the watch's own "stopped" line, not on a clock.
+start_agent "$L" --log-level debug
 "$LAYOUTCTL" --socket "$SOCK" add r1 >/dev/null || fail "add r1"
 m=$WORK/mnt/r1
 health() { jget "$(api GET /v1/volumes/state-0)" "d['health']"; }
@@ -51,12 +52,16 @@ for round in 1 2; do
     grep -q "No space left on device" "$WORK/dd.err" || fail "round $round: the writer's error is not ENOSPC: $(cat "$WORK/dd.err")"
     wait_for 10 health_is degraded || fail "round $round: not degraded when full: $(health)"
     alive "full, round $round"
+    stops=$(grep -c 'capacity watch: stopped' "$AGENT_LOG" || true)
     rm -f "$m/big"
     sync -f "$m" 2>/dev/null || true # reports the earlier ENOSPC once
     wait_for 20 health_is ok || fail "round $round: not ok after emptying: $(health)"
     # The watch lingers 30 s once nothing is near a threshold, then its
-    # worker is freed while it runs: that is where it aborted.
-    sleep 36
+    # worker is freed while it runs: that is where it aborted. Its stop is
+    # logged (debug); a second later the agent must still be there.
+    stopped() { [ "$(grep -c 'capacity watch: stopped' "$AGENT_LOG" || true)" -gt "$stops" ]; }
+    wait_for 60 stopped || { alive "waiting for the watch to stop, round $round"; fail "round $round: the capacity watch never stopped"; }
+    sleep 1
     alive "recovered, round $round"
     log "round $round: full -> degraded -> ok, agent alive"
 done
