@@ -37,8 +37,13 @@ export WORK
 
 # The supervisor mounts fusectl (/sys/fs/fuse/connections) when it is
 # missing, as the product should; a test that caused that puts it back.
+# Under ctest the fixture `fusectl` holds it for the whole run instead
+# (LAYOUTD_FUSECTL_FIXTURE=1): tests run in parallel, and one test's
+# teardown must not unmount it under another's daemons.
 _fusectl_was_mounted=0
-findmnt -rn /sys/fs/fuse/connections >/dev/null 2>&1 && _fusectl_was_mounted=1
+if [ "${LAYOUTD_FUSECTL_FIXTURE:-0}" = 1 ] || findmnt -rn /sys/fs/fuse/connections >/dev/null 2>&1; then
+    _fusectl_was_mounted=1
+fi
 
 track_pid() { _tracked_pids+=("$1"); }
 on_cleanup() { _cleanup_hooks+=("$1"); }
