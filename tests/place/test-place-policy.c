@@ -274,6 +274,70 @@ static void test_sticky(void **state) {
     place_decision_done(&d);
 }
 
+/* The verdict decision d gave candidate i. */
+static const PlaceVerdict *verdict_of(const PlaceDecision *d, size_t i) {
+    for (size_t k = 0; k < d->n_verdicts; k++)
+        if (d->verdicts[k].candidate == i)
+            return &d->verdicts[k];
+    fail_msg("no verdict for candidate %zu", i);
+    return NULL;
+}
+
+/* The two candidate verdicts no refusal reaches: the other volumes of a
+ * sticky request are "not sticky", and a volume whose quotas would pass
+ * quota_overcommit with this one is skipped for one that has room; each
+ * described as `layoutctl why` prints it. */
+static void test_not_sticky_and_overcommit(void **state) {
+    PlacePoolConfig cfg = cfg_default();
+    cfg.volume_size = GIB; /* a new volume could hold the 400 MiB quota */
+    PlaceCandidate c[] = {
+        CAND("state-0", 0, 1, "", GIB),
+        CAND("state-1", 1, 1, "", GIB),
+    };
+    c[0].size_bytes = c[1].size_bytes = GIB;
+    PlaceRequest req = { .id = "w", .sticky_volume = "state-1" };
+    PlaceDecision d = {};
+    assert_int_equal(place_policy_decide(c, 2, &req, &cfg, &d), 0);
+    assert_int_equal(d.action, PLACE_ACTION_USE);
+    assert_string_equal(c[d.candidate].name, "state-1");
+    const PlaceVerdict *v = verdict_of(&d, 0);
+    assert_int_equal(v->reason, PLACE_REASON_NOT_STICKY);
+    char *text = NULL;
+    assert_int_equal(place_verdict_describe(v, &c[0], &req, &cfg, &text), 0);
+    assert_non_null(strstr(text, "state-1"));
+    text = mfree(text);
+    place_decision_done(&d);
+
+    /* 700 MiB of quotas on state-0 already: 400 MiB more passes 100 % of
+     * its 1 GiB, so state-1 (100 MiB of quotas) takes it; at 120 % both fit
+     * and spread picks by its own order again. */
+    req = (PlaceRequest) { .id = "w", .quota = 400 * MIB };
+    c[0].quota_sum = 700 * MIB;
+    c[1].quota_sum = 100 * MIB;
+    assert_int_equal(place_policy_decide(c, 2, &req, &cfg, &d), 0);
+    assert_int_equal(d.action, PLACE_ACTION_USE);
+    assert_string_equal(c[d.candidate].name, "state-1");
+    v = verdict_of(&d, 0);
+    assert_int_equal(v->reason, PLACE_REASON_OVERCOMMIT);
+    assert_int_equal(place_verdict_describe(v, &c[0], &req, &cfg, &text), 0);
+    assert_non_null(strstr(text, "quota_overcommit"));
+    assert_non_null(strstr(text, "100%"));
+    text = mfree(text);
+    place_decision_done(&d);
+    cfg.quota_overcommit = 120;
+    assert_int_equal(place_policy_decide(c, 2, &req, &cfg, &d), 0);
+    assert_int_equal(d.action, PLACE_ACTION_USE);
+    assert_int_equal(verdict_of(&d, 0)->reason, PLACE_REASON_NONE);
+    place_decision_done(&d);
+    /* Over on both: a new volume is carved for it. */
+    c[1].quota_sum = 900 * MIB;
+    cfg.quota_overcommit = 100;
+    assert_int_equal(place_policy_decide(c, 2, &req, &cfg, &d), 0);
+    assert_int_equal(d.action, PLACE_ACTION_CARVE);
+    assert_int_equal(verdict_of(&d, 1)->reason, PLACE_REASON_OVERCOMMIT);
+    place_decision_done(&d);
+}
+
 /* Placement by measured flush cost: c's figure in ms (< 0: unknown). */
 static void set_flush(PlaceCandidate *c, double ms) {
     c->flush_known = ms >= 0;
@@ -783,6 +847,7 @@ int main(void) {
         cmocka_unit_test(test_pool_full_message),
         cmocka_unit_test(test_host_full),
         cmocka_unit_test(test_sticky),
+        cmocka_unit_test(test_not_sticky_and_overcommit),
         cmocka_unit_test(test_invalid),
         cmocka_unit_test(test_slow_flush),
         cmocka_unit_test(test_slow_flush_all_slow),

@@ -174,8 +174,38 @@ static void test_unobserved_and_down(void **state) {
            "content-0:delete,content-0:delete,content-0:forget");
 }
 
+static void test_not_created_is_kept(void **state) {
+    Case *c = *state;
+    /* A backing file layoutd did not create (the record says so): never
+     * deleted, said in the plan, and the teardown is not refused for it. */
+    VolumeRecord *r = state_record_find_volume(c->s, "state-1");
+    assert_non_null(r);
+    r->created_file = false;
+    expect_refusals(c, (TeardownOptions) { .destroy_data = true }, "");
+    Plan *p = plan(c, (TeardownOptions) { .destroy_data = true });
+    assert_true(plan_has_reason(p, "state-1", "not-created"));
+    for (size_t i = 0; i < p->n_steps; i++)
+        if (p->steps[i].kind == PLAN_STEP_DELETE && p->steps[i].path && strstr(p->steps[i].path, "state-1.img"))
+            fail_msg("the plan deletes a backing file layoutd did not create: %s", p->steps[i].description);
+    assert_false(plan_has_reason(p, "state-0", "not-created"));
+    plan_free(p);
+}
+
+static void test_refuse_unknown_backend(void **state) {
+    Case *c = *state;
+    /* A record written by a newer layoutd, with a backend this one does
+     * not know: that volume is left as is, and so is everything else. */
+    VolumeRecord *r = state_record_find_volume(c->s, "state-1");
+    assert_non_null(r);
+    r->backend = _BACKEND_INVALID;
+    expect_refusals(c, (TeardownOptions) {}, "state-1:unknown-backend");
+    expect_refusals(c, (TeardownOptions) { .destroy_data = true }, "state-1:unknown-backend");
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
+        cmocka_unit_test_setup_teardown(test_not_created_is_kept, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_refuse_unknown_backend, setup, teardown),
         cmocka_unit_test_setup_teardown(test_keep_out_of_service_only, setup, teardown),
         cmocka_unit_test_setup_teardown(test_destroy_order, setup, teardown),
         cmocka_unit_test_setup_teardown(test_refuse_active_workspaces, setup, teardown),

@@ -106,6 +106,18 @@ static void test_refuse_shrink(void **state) {
     fixture_expect(c->l, c->s, c->o, "refuse", "shrink", false);
 }
 
+static void test_refuse_grow_block_device(void **state) {
+    Case *c = *state;
+    /* VDO storage that is a block device, not a file layoutd can extend. */
+    in_service(c);
+    c->v->file_is_regular = false;
+    Plan *p = NULL;
+    assert_int_equal(volumes_plan_grow(c->l, c->s, c->o, "content-0", 2 * GIB, &p), 0);
+    assert_true(plan_has_reason(p, "content-0", "block-device"));
+    assert_int_equal(p->n_steps, 1);
+    plan_free(p);
+}
+
 static void test_refuse_not_ours(void **state) {
     Case *c = *state;
     c->v->file_exists = c->v->file_is_regular = true;
@@ -182,6 +194,12 @@ static void test_dir(void **unused) {
     fixture_expect(l, s, o, "identify", NULL, false); /* recorded, but no identity file yet */
     fixture_identify(v);
     fixture_expect(l, s, o, "", NULL, false);
+    /* A directory has no size: growing it is refused, not planned. */
+    Plan *p = NULL;
+    assert_int_equal(volumes_plan_grow(l, s, o, "state-0", 2 * GIB, &p), 0);
+    assert_true(plan_has_reason(p, "state-0", "cannot-grow"));
+    assert_int_equal(p->n_steps, 1);
+    plan_free(p);
     v->mounted = true;
     fixture_expect(l, s, o, "refuse", "mount-path-busy", true);
 }
@@ -197,6 +215,7 @@ int main(void) {
         T(test_interrupted_before_mkfs),
         T(test_grow),
         T(test_refuse_shrink),
+        T(test_refuse_grow_block_device),
         T(test_refuse_not_ours),
         T(test_refuse_foreign_storage),
         T(test_refuse_storage_signature_lost),
