@@ -651,7 +651,9 @@ handlers:
 destroy:
     fuse_session_destroy(se);
 stop:
-    /* Commit what is pending before exiting: a clean stop loses nothing. */
+    /* Commit what is pending before exiting: a clean stop loses nothing.
+     * The walker first: it reports to the committer, which this frees. */
+    fs_stop_walker(fs);
     committer_stop(committer);
     atomic_store(&stopping, true);
     pthread_kill(sigthread, SIGUSR1);

@@ -1287,7 +1287,7 @@ static void write_stats(void *userdata) {
     committer_stats_changed(userdata);
 }
 
-/* The walk at start found a stub still whole (stub.c). */
+/* A pool-share walk (at start, or a recount) found a stub still whole (stub.c). */
 static void found_whole(void *ctx, int dir_fd, const char *name, const char *hex) {
     stub_punch_found_whole(ctx, dir_fd, name, hex);
 }
@@ -1296,6 +1296,11 @@ void fs_set_committer(Fs *fs, Committer *c) {
     fs->committer = c;
     share_on_whole(&fs->share, found_whole, fs);
     share_start(&fs->share, write_stats, c);
+}
+
+void fs_stop_walker(Fs *fs) {
+    if (fs)
+        share_stop(&fs->share);
 }
 
 void fs_free(Fs *fs) {

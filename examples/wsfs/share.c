@@ -281,7 +281,7 @@ void share_commit(PoolShare *s, uint64_t size, const char *hex) {
     pthread_mutex_unlock(&s->lock);
 }
 
-void share_done(PoolShare *s) {
+void share_stop(PoolShare *s) {
     if (s->started) {
         pthread_mutex_lock(&s->lock);
         atomic_store(&s->stop, true);
@@ -290,6 +290,10 @@ void share_done(PoolShare *s) {
         pthread_join(s->thread, NULL);
         s->started = false;
     }
+}
+
+void share_done(PoolShare *s) {
+    share_stop(s);
     digest_set_done(&s->refs);
     free(s->since);
     free(s->root_path);

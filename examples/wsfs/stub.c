@@ -360,11 +360,14 @@ static PunchResult punch_now(Fs *fs, const CasPunch *p) {
 }
 
 /* Keeps p for later (one entry per inode: a newer punch replaces an
- * older one). cas_lock held. */
-static void punch_later(Fs *fs, const CasPunch *p, unsigned failures) {
+ * older one). A retry puts back an entry it took out (newer = false):
+ * while it ran without the lock a newer punch of the inode may have come,
+ * and that one stays. cas_lock held. */
+static void punch_later(Fs *fs, const CasPunch *p, unsigned failures, bool newer) {
     for (size_t k = 0; k < fs->n_later; k++)
         if (fs->later[k].p.dev == p->dev && fs->later[k].p.ino == p->ino) {
-            fs->later[k] = (PunchLater) { *p, failures };
+            if (newer)
+                fs->later[k] = (PunchLater) { *p, failures };
             return;
         }
     if (fs->n_later == fs->cap_later) {
@@ -385,7 +388,7 @@ void fs_punch(void *userdata, const CasPunch *p, bool durable) {
     pthread_mutex_lock(&fs->cas_lock);
     PunchResult r = durable ? punch_now(fs, p) : PUNCH_FAILED;
     if (r == PUNCH_BUSY || r == PUNCH_FAILED)
-        punch_later(fs, p, 0);
+        punch_later(fs, p, 0, true);
     pthread_mutex_unlock(&fs->cas_lock);
 }
 
@@ -458,9 +461,9 @@ void stub_punch_later_retry(Fs *fs, const struct stat *only) {
         pthread_mutex_lock(&fs->cas_lock);
         PunchResult pr = r < 0 ? PUNCH_FAILED : punch_now(fs, &l->p);
         if (pr == PUNCH_BUSY)
-            punch_later(fs, &l->p, l->failures);
+            punch_later(fs, &l->p, l->failures, false);
         else if (pr == PUNCH_FAILED && l->failures + 1 < PUNCH_LATER_TRIES)
-            punch_later(fs, &l->p, l->failures + 1);
+            punch_later(fs, &l->p, l->failures + 1, false);
         else if (pr == PUNCH_FAILED)
             fprintf(stderr, "layoutd-wsfs: giving up punching a stub of object %s after %d tries; it stays "
                     "whole on the state volume\n", l->p.hex, PUNCH_LATER_TRIES);
@@ -485,7 +488,7 @@ void stub_punch_found_whole(Fs *fs, int dir_fd, const char *name, const char *he
     p.hex[WSFS_HEX_LEN] = 0;
     atomic_fetch_add(&fs->cfg.stats->stubs_found_whole, 1);
     pthread_mutex_lock(&fs->cas_lock);
-    punch_later(fs, &p, 0);
+    punch_later(fs, &p, 0, true);
     pthread_mutex_unlock(&fs->cas_lock);
     stub_punch_later_retry(fs, &st);
 }

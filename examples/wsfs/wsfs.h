@@ -140,7 +140,7 @@ typedef struct Stats {
     atomic_uint_fast64_t objects_restored;     /* objects found in the gc trash and put back */
     atomic_uint_fast64_t stubs_punched;        /* stubs whose data was released */
     atomic_uint_fast64_t punches_pending;      /* stubs whole while their object is durable, to punch */
-    atomic_uint_fast64_t stubs_found_whole;    /* such stubs found by the walk at start */
+    atomic_uint_fast64_t stubs_found_whole;    /* such stubs found by a pool-share walk */
     atomic_uint_fast64_t copy_ups;             /* CAS files copied back for writing */
     atomic_uint_fast64_t cas_errors;
     atomic_uint_fast64_t inodes;               /* inodes the kernel holds now */
@@ -496,7 +496,11 @@ void share_commit(PoolShare *s, uint64_t size, const char *hex);
 static inline void share_note_removed(PoolShare *s) {
     atomic_store_explicit(&s->removed, true, memory_order_relaxed);
 }
-/* Stops the walker (an unfinished walk is abandoned) and frees. */
+/* Stops the walker (an unfinished walk is abandoned) and waits for it.
+ * Idempotent. After it nothing of the walker calls back (notify,
+ * on_whole), so what those use may be freed. */
+void share_stop(PoolShare *s);
+/* share_stop(), then frees. */
 void share_done(PoolShare *s);
 
 /* ---- identity.c ---- */
@@ -664,6 +668,9 @@ void fs_punch(void *userdata, const CasPunch *p, bool durable);
 /* The committer's batch_done (userdata = Fs*): the punches kept for later
  * are tried again (stub_punch_later_retry). */
 void fs_batch_done(void *userdata);
+/* Stops the background walker, which calls into the committer (its stats,
+ * the punches it finds due): call before committer_stop() frees that. */
+void fs_stop_walker(Fs *fs);
 void fs_free(Fs *fs);
 extern const struct fuse_lowlevel_ops fs_ops;
 
@@ -692,8 +699,8 @@ void stub_log_cas_failure(Fs *fs, const char *what, int r);
  * last handle closed, or NULL for all. Never with cas_lock held. */
 void stub_punch_later_retry(Fs *fs, const struct stat *only);
 /* A stub found whole (user.wsfs.whole) while it names an object, at
- * dir_fd/name (the pool-share walk at start): punched as a kept punch
- * is. Never with cas_lock held. */
+ * dir_fd/name (by a pool-share walk: at start and at each recount):
+ * punched as a kept punch is. Never with cas_lock held. */
 void stub_punch_found_whole(Fs *fs, int dir_fd, const char *name, const char *hex);
 
 /* ---- gc.c, fsck.c ---- */
