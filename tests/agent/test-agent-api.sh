@@ -280,8 +280,11 @@ want=$(jget "$(api GET /v1/workspaces)" "' '.join(sorted(w['id'] for w in d['wor
 sorted_words() { tr ' ' '\n' | LC_ALL=C sort | xargs; }
 [ "$(complete_ids layoutctl --socket "$SOCK" rm ws-2 | sorted_words)" = "$want" ] ||
     fail "completion with --socket before the verb: '$(complete_ids layoutctl --socket "$SOCK" rm ws-2)', not '$want'"
-[ "$(complete_ids layoutctl show --socket="$SOCK" ws-2 | sorted_words)" = "$want" ] ||
-    fail "completion with --socket= after the verb: '$(complete_ids layoutctl show --socket="$SOCK" ws-2)', not '$want'"
+# bash hands "--socket=PATH" over as three words (COMP_WORDBREAKS has "=").
+[ "$(complete_ids layoutctl show --socket = "$SOCK" ws-2 | sorted_words)" = "$want" ] ||
+    fail "completion with --socket= after the verb: '$(complete_ids layoutctl show --socket = "$SOCK" ws-2)', not '$want'"
+[ "$(complete_ids layoutctl --socket = "$SOCK" rm ws-2 | sorted_words)" = "$want" ] ||
+    fail "completion with --socket= before the verb: '$(complete_ids layoutctl --socket = "$SOCK" rm ws-2)', not '$want'"
 complete_ids layoutctl --socket "$SOCK" show state- | has -w state-0 || fail "volume names not completed"
 [ -n "$(complete_ids layoutctl rm ws-2)" ] && [ ! -S /run/layoutd/api.sock ] && fail "ids offered without an agent"
 

@@ -20,4 +20,8 @@ for o in --output --noheadings --no-legend --raw --pairs --bytes --json --socket
 [ "$(complete_words layoutctl show ws-1 --type v)" = "volume" ] || fail "--type v: $(complete_words layoutctl show ws-1 --type v)"
 [ "$(complete_words layoutctl i)" = "is-healthy import" ] || fail "verbs for 'i': $(complete_words layoutctl i)"
 [ "$(complete_words layoutctl --socket /nonexistent rm '')" = "" ] || fail "ids without an agent"
+# "--socket=PATH" reaches the function as three words ("=" breaks words):
+# the path is not taken for the verb.
+[ "$(complete_words layoutctl --socket = /nonexistent gc --d)" = "--dry-run" ] ||
+    fail "--socket = PATH gc --d: $(complete_words layoutctl --socket = /nonexistent gc --d)"
 echo "layoutctl completion ok"
