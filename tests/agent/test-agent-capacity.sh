@@ -65,14 +65,16 @@ has_problem() { jget "$(api GET /v1/status)" "[p['code'] for p in d['problems'] 
 problem_msg() { jget "$(api GET /v1/status)" "[p['message'] for p in d['problems'] if p.get('volume')=='$1' and p['code']=='$2'][0]"; }
 # Between parts: the agent stopped, its volumes and files gone (teardown
 # would rightly refuse volumes that still hold workspaces).
+# reset_agent LAYOUT [ROOT]: the agent stopped, ROOT's (default $WORK/root)
+# volumes unmounted and detached, ROOT and the mount root removed.
 reset_agent() {
-    local m l
+    local m l root=${2:-$WORK/root}
     stop_agent
-    for m in $(findmnt -rn -o TARGET | grep "^$WORK/root/" | sort -r); do umount "$m" || fail "umount $m"; done
-    for l in $(losetup -n -O NAME,BACK-FILE | awk -v d="$WORK/root/" 'index($2, d) == 1 {print $1}'); do
+    for m in $(findmnt -rn -o TARGET | grep "^$root/" | sort -r); do umount "$m" || fail "umount $m"; done
+    for l in $(losetup -n -O NAME,BACK-FILE | awk -v d="$root/" 'index($2, d) == 1 {print $1}'); do
         losetup -d "$l" || fail "losetup -d $l"
     done
-    rm -rf "$WORK/root" "$WORK/mnt"
+    rm -rf "$root" "$WORK/mnt"
 }
 # A file of $2 KiB of random data at $1; its sha256 goes to $WORK/sums.
 put() { head -c "$(($2 * 1024))" /dev/urandom >"$1" && sha256sum "$1" >>"$WORK/sums"; }
@@ -187,9 +189,17 @@ else
 fi
 
 # ---- 4. the host short of space ------------------------------------------------
+# On a host filesystem of its own: the reserve is set from its free space,
+# which nothing but this part moves (the machine's /tmp is shared with the
+# tests that run beside this one, and with the suite's background builds).
+truncate -s 2G "$WORK/short.img"
+mkfs.ext4 -q -m 0 "$WORK/short.img"
+mkdir -p "$WORK/short"
+mount -o loop "$WORK/short.img" "$WORK/short"
 L=$WORK/host.yaml
-free=$(df -B1 --output=avail "$WORK" | tail -n1)
+free=$(df -B1 --output=avail "$WORK/short" | tail -n1)
 layout "$L" loop-xfs 320MiB "    growth: {threshold: 60%, max_size: 1280MiB, host_reserve: $(( free / 1024 / 1024 - 200 ))MiB}" 1 1 4
+sed -i "s|^root: .*|root: $WORK/short/root|" "$L"
 start_agent "$L"
 c=$(api GET /v1/capacity)
 assert_eq 0 "$(jget "$c" "[p for p in d['pools'] if p['role']=='state'][0]['carvable_volumes']")" "carvable on a short host"
@@ -199,13 +209,16 @@ assert_eq 1 "$(jget "$c" "d['workspace_slots_free']")" "only the existing volume
 e=$(api POST /v1/workspaces '{"id":"ws-2"}')
 assert_eq 507 "$(st)" "a create that needs a new volume on a short host ($e)"
 jget "$e" "d['error']['message']" | grep -q 'does not fit on the host' || fail "507 does not say why: $e"
-[ ! -e "$WORK/root/images/state-1.img" ] || fail "a carve was started on a short host"
+[ ! -e "$WORK/short/root/images/state-1.img" ] || fail "a carve was started on a short host"
 m=$WORK/mnt/ws-1; mkdir "$m/d"
 for i in $(seq 1 110); do put "$m/d/f$i" 2048 2>/dev/null || break; done
 sync -f "$m/d"
 wait_for 15 has_problem state-0 growth-refused || fail "host-short refusal not reported: $(api GET /v1/status)"
 problem_msg state-0 growth-refused | grep -q 'growth.host_reserve' || fail "host-short refusal does not name the setting"
-reset_agent "$L"
+reset_agent "$L" "$WORK/short/root"
+umount "$WORK/short" || fail "umount $WORK/short"
+l=$(losetup -n -O NAME -j "$WORK/short.img")
+[ -z "$l" ] || losetup -d $l
 
 # ---- 5. a foreign state-1.img is skipped, not fatal ----------------------------
 L=$WORK/foreign.yaml
