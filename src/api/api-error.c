@@ -36,30 +36,6 @@ int api_fail_default(ApiError *e, int errno_value, ApiCode code, const char *fmt
     return errno_value < 0 ? errno_value : -errno_value;
 }
 
-int api_error_set(ApiError *e, int errno_value, unsigned status, const char *code, const char *fmt, ...) {
-    if (e) {
-        e->status = status;
-        snprintf(e->code, sizeof(e->code), "%s", code ?: "internal");
-        va_list ap;
-        va_start(ap, fmt);
-        vsnprintf(e->message, sizeof(e->message), fmt, ap);
-        va_end(ap);
-    }
-    return errno_value < 0 ? errno_value : -errno_value;
-}
-
-int api_error_set_default(ApiError *e, int errno_value, unsigned status, const char *code, const char *fmt, ...) {
-    if (e && e->status == 0) {
-        e->status = status;
-        snprintf(e->code, sizeof(e->code), "%s", code ?: "internal");
-        va_list ap;
-        va_start(ap, fmt);
-        vsnprintf(e->message, sizeof(e->message), fmt, ap);
-        va_end(ap);
-    }
-    return errno_value < 0 ? errno_value : -errno_value;
-}
-
 /* The one errno -> API error mapping (every handler's failure that has no
  * more specific code ends here): the code (whose row in api-code.c gives
  * the status and string), and what it says when the caller has no words

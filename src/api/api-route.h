@@ -129,12 +129,6 @@ _printf_(4, 5) int api_fail(ApiError *e, int errno_value, ApiCode code, const ch
  * either way. */
 _printf_(4, 5) int api_fail_default(ApiError *e, int errno_value, ApiCode code, const char *fmt, ...);
 
-/* The old spelling, status and code by hand; on its way out (api_fail). */
-_printf_(5, 6) int api_error_set(ApiError *e, int errno_value, unsigned status,
-                                 const char *code, const char *fmt, ...);
-_printf_(5, 6) int api_error_set_default(ApiError *e, int errno_value, unsigned status,
-                                         const char *code, const char *fmt, ...);
-
 /* When e was not filled in, derives a status and code from a negative
  * errno, by the one table every handler shares (api-error.c, whose rows
  * name ApiCode values):
