@@ -9,8 +9,8 @@ docs name exists.
                                                          docs/api.md "GET /v1/events"
   states       supervisor_state_table (src/supervise/fsm.c) and the agent's
                own ("unsupervised", "removed")           docs/api.md daemon.state
-  error codes  api_codes[] in src/api/api-code.c (status and code)
-                                                         docs/api.md "Errors"
+  error codes  api_codes[] in src/api/api-code.c (status and code), each
+               used by some failure                      docs/api.md "Errors"
   metrics      every "layoutd_*" family the agent and the API write
                                                          docs/api.md "GET /metrics";
                and every metric the fleet rules, the dashboard, operations.md
@@ -191,6 +191,10 @@ for line in table_rows(section(api_md, r"^Errors$")):
     if len(cells) > 3:
         docs_errors.update("%s %s" % (cells[1].strip(), c) for c in re.findall(r"`([a-z_]+)`", cells[2]))
 counts["error codes"] = compare("error code", code_errors, docs_errors, "docs/api.md's error table", 25)
+# A row nothing answers with would be documented for nothing.
+for name, status, code in rows:
+    if not any(re.search(r"\b%s\b" % name, text) for path, text in agent.items() if path != "src/api/api-code.c"):
+        problems.append("error code: '%s %s' (%s) is in the table but no failure uses it" % (status, code, name))
 
 # ---- metrics ----------------------------------------------------------------
 code_metrics = set()
