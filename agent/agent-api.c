@@ -40,7 +40,7 @@ static int h_volume(void *userdata, ApiCall *call) {
     Agent *a = userdata;
     const VolumeObservation *v = agent_volume(a, call->param);
     if (!v)
-        return api_error_set(&call->error, -ENOENT, 404, "not_found", "no volume named '%s'", call->param);
+        return api_fail(&call->error, -ENOENT, API_CODE_NOT_FOUND, "no volume named '%s'", call->param);
     call->reply = agent_volume_json(a, v);
     return call->reply ? 0 : -ENOMEM;
 }
@@ -65,7 +65,7 @@ static int h_workspace(void *userdata, ApiCall *call) {
     Agent *a = userdata;
     WorkspaceRecord *w = place_workspace_get(agent_record(a), call->param);
     if (!w)
-        return api_error_set(&call->error, -ENOENT, 404, "not_found", "no workspace '%s'", call->param);
+        return api_fail(&call->error, -ENOENT, API_CODE_NOT_FOUND, "no workspace '%s'", call->param);
     call->reply = agent_workspace_json(a, w);
     return 0;
 }
@@ -116,7 +116,7 @@ static int h_reload(void *userdata, ApiCall *call) {
     _cleanup_free_ char *error = NULL;
     int r = agent_reload(a, call->operation, &error);
     if (r < 0)
-        return api_error_set(&call->error, r, 400, "invalid_layout", "%s", error ?: "invalid layout");
+        return api_fail(&call->error, r, API_CODE_INVALID_LAYOUT, "%s", error ?: "invalid layout");
     return 1;
 }
 
@@ -148,7 +148,7 @@ static int on_shutdown_defer(sd_event_source *s, void *userdata) {
 static int h_shutdown(void *userdata, ApiCall *call) {
     Agent *a = userdata;
     if (a->stopping)
-        return api_error_set(&call->error, -ESHUTDOWN, 503, "shutting_down", "the agent is stopping already");
+        return api_fail(&call->error, -ESHUTDOWN, API_CODE_SHUTTING_DOWN, "the agent is stopping already");
     bool stop = call->query && call->query->has_stop_workspaces ? call->query->stop_workspaces
                                                                  : agent_layout(a)->workspace.stop_with_agent;
     int r = sd_event_add_defer(a->event, NULL, on_shutdown_defer, a);

@@ -77,9 +77,9 @@ static void on_check_exit(Child *c, int status, const char *stderr_text, void *u
     k->child = child_free(c);
     if (!report || (status != 0 && status != 1 && status != 3)) {
         ApiError e = {};
-        api_error_set(&e, -EIO, 500, "check_failed", "the content pool's check failed (%s %d): %s",
-                      status >= 0 ? "exit status" : "signal", status >= 0 ? status : -status,
-                      stderr_text && *stderr_text ? stderr_text : "no JSON report on stdout");
+        api_fail(&e, -EIO, API_CODE_CHECK_FAILED, "the content pool's check failed (%s %d): %s",
+                 status >= 0 ? "exit status" : "signal", status >= 0 ? status : -status,
+                 stderr_text && *stderr_text ? stderr_text : "no JSON report on stdout");
         log_warning("content check failed: %s", e.message);
         end_waiters(k, &e, 0, NULL);
     } else {
@@ -134,7 +134,7 @@ int agent_check_run(Agent *a, ApiOperation *op, ApiError *err) {
     _cleanup_free_ char *why = NULL;
     int r;
     if (!p || !p->gc.command)
-        return api_error_set(err, -EOPNOTSUPP, 409, "no_pool", "the layout has no content pool with a tool to check it");
+        return api_fail(err, -EOPNOTSUPP, API_CODE_NO_POOL, "the layout has no content pool with a tool to check it");
     if (!a->check) {
         a->check = calloc(1, sizeof(AgentCheck));
         if (!a->check)
@@ -144,13 +144,13 @@ int agent_check_run(Agent *a, ApiOperation *op, ApiError *err) {
     AgentCheck *k = a->check;
     if (!k->child) {
         if (check_command(p, &argv) < 0)
-            return api_error_set(err, -EOPNOTSUPP, 501, "not_supported",
-                                 "the content pool's tool (gc.command %s) has no check; the reference daemon's "
-                                 "(layoutd-wsfs gc) has one",
-                                 p->gc.command[0]);
+            return api_fail(err, -EOPNOTSUPP, API_CODE_NOT_SUPPORTED,
+                            "the content pool's tool (gc.command %s) has no check; the reference daemon's "
+                            "(layoutd-wsfs gc) has one",
+                            p->gc.command[0]);
         r = agent_content_pool_args(a, p, &args, &why);
         if (r == -EBUSY)
-            return api_error_set(err, r, 409, "check_unsafe", "not checking: %s", why);
+            return api_fail(err, r, API_CODE_CHECK_UNSAFE, "not checking: %s", why);
         if (r < 0)
             return r;
         for (char **x = args; *x; x++)
@@ -161,7 +161,7 @@ int agent_check_run(Agent *a, ApiOperation *op, ApiError *err) {
         ChildCallbacks cb = { .on_line = on_check_line, .on_exit = on_check_exit };
         r = child_spawn(a->event, argv, &cb, k, &k->child);
         if (r < 0)
-            return api_error_set(err, r, 500, "check_failed", "cannot start %s: %s", argv[0], strerror(-r));
+            return api_fail(err, r, API_CODE_CHECK_FAILED, "cannot start %s: %s", argv[0], strerror(-r));
         child_close_input(k->child);
         k->started = now_usec(CLOCK_MONOTONIC);
         log_info("content check started: %s fsck (pid %d)", argv[0], (int) child_pid(k->child));
@@ -186,7 +186,7 @@ static void check_free(Agent *a) {
     if (k->child) {
         k->child = child_free(k->child);
         ApiError e = {};
-        api_error_set(&e, -ECANCELED, 503, "shutting_down", "the agent stopped the check");
+        api_fail(&e, -ECANCELED, API_CODE_SHUTTING_DOWN, "the agent stopped the check");
         end_waiters(k, &e, 0, NULL);
     }
     free(k->last_line);

@@ -127,13 +127,13 @@ int agent_export_handler(void *userdata, ApiCall *call) {
     WorkspaceStatus st = {};
     int p[2] = { -EBADF, -EBADF }, r;
     if (!w || !w->active)
-        return api_error_set(&call->error, -ENOENT, 404, "not_found", "no workspace '%s'", call->param);
+        return api_fail(&call->error, -ENOENT, API_CODE_NOT_FOUND, "no workspace '%s'", call->param);
     /* The files are read through the mount: only a serving daemon has one. */
     if (!a->supervisor || supervisor_get_status(a->supervisor, w->id, &st) < 0 || st.state != SUPERVISOR_RUNNING ||
         !w->mountpoint)
-        return api_error_set(&call->error, -EBUSY, 409, "conflict",
-                             "workspace '%s' is not serving (its daemon is %s): export reads through its mount",
-                             w->id, a->supervisor ? supervisor_state_to_string(st.state) ?: "unknown" : "not supervised");
+        return api_fail(&call->error, -EBUSY, API_CODE_CONFLICT,
+                        "workspace '%s' is not serving (its daemon is %s): export reads through its mount",
+                        w->id, a->supervisor ? supervisor_state_to_string(st.state) ?: "unknown" : "not supervised");
 
     _cleanup_(json_putp) json_object *meta = export_meta(w);
     const char *meta_s = meta ? json_object_to_json_string_ext(meta, JSON_C_TO_STRING_PLAIN) : NULL;
@@ -146,7 +146,7 @@ int agent_export_handler(void *userdata, ApiCall *call) {
     if (pipe2(p, O_CLOEXEC) < 0) {
         r = -errno;
         export_free(x);
-        return api_error_set(&call->error, r, 500, "internal", "cannot make the export's pipe: %s", strerror(-r));
+        return api_fail(&call->error, r, API_CODE_INTERNAL, "cannot make the export's pipe: %s", strerror(-r));
     }
     (void) fcntl(p[1], F_SETPIPE_SZ, EXPORT_PIPE_SIZE);
     char *argv[] = { (char *) AGENT_SELF_EXE, (char *) "--export-worker", w->mountpoint, (char *) meta_s, NULL };
@@ -156,7 +156,7 @@ int agent_export_handler(void *userdata, ApiCall *call) {
     if (r < 0) {
         safe_close(p[0]);
         export_free(x);
-        return api_error_set(&call->error, r, 500, "internal", "cannot start the export worker: %s", strerror(-r));
+        return api_fail(&call->error, r, API_CODE_INTERNAL, "cannot start the export worker: %s", strerror(-r));
     }
     child_close_input(x->child);
     char filename[LAYOUT_WORKSPACE_ID_MAX + 16];

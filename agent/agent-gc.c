@@ -134,7 +134,7 @@ static void on_gc_exit(Child *c, int status, const char *stderr_text, void *user
         json_object_object_add(ev, "error", json_object_new_string(g->last_error ?: "?"));
         agent_event(a, "gc.failed", ev);
         ApiError e = {};
-        api_error_set(&e, -EIO, 500, "gc_failed", "the content pool's sweep failed: %s", g->last_error ?: "?");
+        api_fail(&e, -EIO, API_CODE_GC_FAILED, "the content pool's sweep failed: %s", g->last_error ?: "?");
         end_waiters(g, &e, NULL);
     } else {
         uint64_t bytes = report_u64(report, "bytes_freed"), objects = report_u64(report, "objects_swept");
@@ -216,17 +216,17 @@ int agent_gc_run(Agent *a, bool dry_run, ApiOperation *op, ApiError *err) {
     AgentGc *g = a->gc;
     _cleanup_free_ char *why = NULL;
     if (!g || !gc_pool(a))
-        return api_error_set(err, -EOPNOTSUPP, 409, "no_gc",
-                             "the layout has no content pool sweep (pools.content.gc)");
+        return api_fail(err, -EOPNOTSUPP, API_CODE_NO_GC,
+                        "the layout has no content pool sweep (pools.content.gc)");
     if (g->child && g->dry_run != dry_run)
-        return api_error_set(err, -EBUSY, 409, "conflict", "a %s sweep is running; ask again when it ended",
-                             g->dry_run ? "dry-run" : "real");
+        return api_fail(err, -EBUSY, API_CODE_CONFLICT, "a %s sweep is running; ask again when it ended",
+                        g->dry_run ? "dry-run" : "real");
     if (!g->child) {
         int r = gc_start(a, dry_run, "api", &why);
         if (r == -EBUSY)
-            return api_error_set(err, r, 409, "gc_unsafe", "not sweeping: %s", why);
+            return api_fail(err, r, API_CODE_GC_UNSAFE, "not sweeping: %s", why);
         if (r < 0)
-            return api_error_set(err, r, 500, "gc_failed", "cannot start the sweep: %s", strerror(-r));
+            return api_fail(err, r, API_CODE_GC_FAILED, "cannot start the sweep: %s", strerror(-r));
     } else if (op)
         (void) api_operation_step(op, "joined the sweep already running (%s)", g->trigger);
     if (op) {
@@ -315,7 +315,7 @@ static void gc_stop(Agent *a) {
         log_info("content gc: stopping the running sweep (pid %d)", (int) child_pid(g->child));
         g->child = child_free(g->child);
         ApiError e = {};
-        api_error_set(&e, -ECANCELED, 503, "shutting_down", "the agent stopped the sweep");
+        api_fail(&e, -ECANCELED, API_CODE_SHUTTING_DOWN, "the agent stopped the sweep");
         end_waiters(g, &e, NULL);
     }
     free(g->last_line);

@@ -295,7 +295,7 @@ static void change_failed(Agent *a, QuotaChange *c, ApiError *err) {
 static void change_removed(Agent *a, QuotaChange *c) {
     ApiError err = {};
     change_forget(a, c);
-    api_error_set(&err, -ENOENT, 409, "removed", "workspace '%s' was removed while its quota changed", c->id);
+    api_fail(&err, -ENOENT, API_CODE_REMOVED, "workspace '%s' was removed while its quota changed", c->id);
     if (c->op)
         api_operation_fail(c->op, &err);
     quota_change_free(c);
@@ -311,11 +311,11 @@ static void on_quota_set(Agent *a, int error, const char *message, ApplyResult *
     }
     if (error < 0) {
         if (error == -EOPNOTSUPP)
-            api_error_set(&err, error, 501, "not_supported", "the quota of workspace '%s' cannot be enforced: %s", c->id,
-                          message ?: strerror(-error));
+            api_fail(&err, error, API_CODE_NOT_SUPPORTED, "the quota of workspace '%s' cannot be enforced: %s", c->id,
+                     message ?: strerror(-error));
         else
-            api_error_set(&err, error, 500, "internal", "setting the quota of workspace '%s' failed: %s", c->id,
-                          message ?: strerror(-error));
+            api_fail(&err, error, API_CODE_INTERNAL, "setting the quota of workspace '%s' failed: %s", c->id,
+                     message ?: strerror(-error));
         change_failed(a, c, &err);
         return;
     }
@@ -365,15 +365,15 @@ static void on_intent_saved(int error, void *userdata) {
         return;
     }
     if (error < 0)
-        api_error_set(&err, error, 500, "record_unsaved",
-                      "the quota change of workspace '%s' could not be saved: %s; the quota stays %" PRIu64 " bytes",
-                      c->id, strerror(-error), c->before);
+        api_fail(&err, error, API_CODE_RECORD_UNSAVED,
+                 "the quota change of workspace '%s' could not be saved: %s; the quota stays %" PRIu64 " bytes",
+                 c->id, strerror(-error), c->before);
     else {
         int r = quota_submit(a, w, c);
         if (r >= 0)
             return;
-        api_error_set(&err, r, 500, "internal", "cannot queue the quota change of workspace '%s': %s", c->id,
-                      strerror(-r));
+        api_fail(&err, r, API_CODE_INTERNAL, "cannot queue the quota change of workspace '%s': %s", c->id,
+                 strerror(-r));
     }
     change_failed(a, c, &err);
 }
@@ -427,24 +427,24 @@ int agent_quota_set(Agent *a, const char *id, uint64_t bytes, ApiOperation *op, 
     WorkspaceRecord *w = state_record_find_workspace(agent_record(a), id);
     const char *why = NULL;
     if (!w || !w->active)
-        return api_error_set(err, -ENOENT, 404, "not_found", "no workspace '%s'", id);
+        return api_fail(err, -ENOENT, API_CODE_NOT_FOUND, "no workspace '%s'", id);
     if (place_quota_support(agent_layout(a), &why) == 0)
-        return api_error_set(err, -EOPNOTSUPP, 501, "not_supported",
-                             "a quota cannot be enforced here: %s", why);
+        return api_fail(err, -EOPNOTSUPP, API_CODE_NOT_SUPPORTED,
+                        "a quota cannot be enforced here: %s", why);
     if (!w->project_id || !agent_quota_volume_enforces(a, w->volume))
-        return api_error_set(err, -EOPNOTSUPP, 501, "not_supported",
-                             "workspace '%s' is on %s, which does not enforce project quotas (%s)", id,
-                             w->volume ?: "?", w->project_id ? "mounted without prjquota" : "it has no project id");
+        return api_fail(err, -EOPNOTSUPP, API_CODE_NOT_SUPPORTED,
+                        "workspace '%s' is on %s, which does not enforce project quotas (%s)", id,
+                        w->volume ?: "?", w->project_id ? "mounted without prjquota" : "it has no project id");
     /* One change at a time: the second would race the first to the
      * kernel, and the record could end saying what the kernel does not.
      * A recorded change that no job runs now (a completion that failed)
      * is replaced. */
     const QuotaChange *running = change_find(a, id);
     if (running)
-        return api_error_set(err, -EBUSY, 409, "quota_changing",
-                             "the quota of workspace '%s' is being changed to %" PRIu64 " bytes%s; try again when "
-                             "that change has ended (its quota.pending_bytes is null)",
-                             id, running->bytes, running->op ? "" : " (completing a change an earlier agent began)");
+        return api_fail(err, -EBUSY, API_CODE_QUOTA_CHANGING,
+                        "the quota of workspace '%s' is being changed to %" PRIu64 " bytes%s; try again when "
+                        "that change has ended (its quota.pending_bytes is null)",
+                        id, running->bytes, running->op ? "" : " (completing a change an earlier agent began)");
     /* A workspace with a quota gets no package store (agent-workspaces.c,
      * store_dir): store files count against no workspace's quota. The
      * running daemon keeps the store it was started with, so a first
@@ -454,14 +454,14 @@ int agent_quota_set(Agent *a, const char *id, uint64_t bytes, ApiOperation *op, 
      * have changed workspace.package_store). Removing a quota is not
      * refused: the workspace gets its store at its daemon's next start. */
     if (w->quota == 0 && bytes > 0 && agent_workspace_has_store(a, w))
-        return api_error_set(err, -EBUSY, 409, "package_store",
-                             "workspace '%s' has a package store (workspace.package_store), and no quota bounds "
-                             "the files put there; give a workspace its quota when it is created, or set "
-                             "workspace.package_store: false", id);
+        return api_fail(err, -EBUSY, API_CODE_PACKAGE_STORE,
+                        "workspace '%s' has a package store (workspace.package_store), and no quota bounds "
+                        "the files put there; give a workspace its quota when it is created, or set "
+                        "workspace.package_store: false", id);
     int r = change_begin(a, w, bytes, op);
     if (r < 0)
-        return api_error_set(err, r, 500, "internal", "cannot change the quota of workspace '%s': %s", id,
-                             strerror(-r));
+        return api_fail(err, r, API_CODE_INTERNAL, "cannot change the quota of workspace '%s': %s", id,
+                        strerror(-r));
     stalled_remove(a, id);
     return r;
 }

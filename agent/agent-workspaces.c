@@ -501,7 +501,7 @@ static void check_waiters(Agent *a, const char *id) {
         bool done = false;
         ApiError err = {};
         if (!known) {
-            api_error_set(&err, -ENOENT, 409, "removed", "workspace '%s' was removed meanwhile", id);
+            api_fail(&err, -ENOENT, API_CODE_REMOVED, "workspace '%s' was removed meanwhile", id);
             done = true;
         } else if (st.state == SUPERVISOR_RUNNING && st.pid != w->old_pid) {
             api_operation_step_done(w->op, w->step, 0, "pid %d, ready in %.3f s", (int) st.pid,
@@ -515,10 +515,10 @@ static void check_waiters(Agent *a, const char *id) {
                 snprintf(how, sizeof how, "killed by signal %s", sigabbrev_np(st.exit_signal) ?: "?");
             else if (st.exited)
                 snprintf(how, sizeof how, "with status %d", st.exit_status);
-            api_error_set(&err, -EIO, 500, "daemon_failed",
-                          "the FUSE daemon of workspace '%s' exited %s before it was ready; %s", id, how,
-                          st.state == SUPERVISOR_BACKOFF ? "it is restarted with backoff (see its log)"
-                                                         : "it gave up (crash loop); `layoutctl restart` retries");
+            api_fail(&err, -EIO, API_CODE_DAEMON_FAILED,
+                     "the FUSE daemon of workspace '%s' exited %s before it was ready; %s", id, how,
+                     st.state == SUPERVISOR_BACKOFF ? "it is restarted with backoff (see its log)"
+                                                    : "it gave up (crash loop); `layoutctl restart` retries");
             done = true;
         }
         if (!done) {
@@ -743,7 +743,7 @@ static void workspaces_layout_changed(Agent *a) {
 static void place_error_to_api(int r, const PlaceError *pe, ApiError *err) {
     const char *msg = pe->message ? pe->message : strerror(-r);
     if (r == -ENOSPC && pe->reason == PLACE_REASON_HOST_FULL)
-        api_error_set_default(err, r, 507, "host_full", "%s", msg);
+        api_fail_default(err, r, API_CODE_HOST_FULL, "%s", msg);
     else
         api_error_from_errno_message(err, r, msg);
 }
@@ -840,8 +840,8 @@ static void create_started(Agent *a, CreateRun *cr, WorkspaceRecord *w) {
     int r = agent_workspace_spawn(a, w);
     if (r < 0) {
         ApiError err = {};
-        api_error_set(&err, r, 500, "spawn_failed", "workspace %s was placed on %s but its daemon could not be started: %s",
-                      w->id, w->volume, strerror(-r));
+        api_fail(&err, r, API_CODE_SPAWN_FAILED, "workspace %s was placed on %s but its daemon could not be started: %s",
+                 w->id, w->volume, strerror(-r));
         if (cr->op)
             api_operation_fail(cr->op, &err);
         create_run_free(cr);
@@ -863,7 +863,7 @@ static void on_dir_made(Agent *a, int error, const char *message, ApplyResult *r
     WorkspaceRecord *w = still_creating(a, cr);
     ApiError err = {};
     if (!w) {
-        api_error_set(&err, -ENOENT, 409, "removed", "workspace '%s' was removed while it was being created", cr->id);
+        api_fail(&err, -ENOENT, API_CODE_REMOVED, "workspace '%s' was removed while it was being created", cr->id);
         if (cr->op)
             api_operation_fail(cr->op, &err);
         create_run_free(cr);
@@ -871,10 +871,10 @@ static void on_dir_made(Agent *a, int error, const char *message, ApplyResult *r
     }
     if (error < 0) {
         if (error == -EEXIST)
-            api_error_set(&err, error, 409, "exists", "%s", message ?: strerror(-error));
+            api_fail(&err, error, API_CODE_EXISTS, "%s", message ?: strerror(-error));
         else
-            api_error_set(&err, error, 500, "internal", "making the directory of workspace '%s' failed: %s", cr->id,
-                          message ?: strerror(-error));
+            api_fail(&err, error, API_CODE_INTERNAL, "making the directory of workspace '%s' failed: %s", cr->id,
+                     message ?: strerror(-error));
         create_abandon(a, cr, &err);
         return;
     }
@@ -885,7 +885,7 @@ static void on_dir_made(Agent *a, int error, const char *message, ApplyResult *r
     agent_place_context(a, &ctx);
     int r = place_workspace_activate(&ctx, cr->id, &pe);
     if (r < 0) {
-        api_error_set(&err, r, 500, "internal", "%s", pe.message ?: strerror(-r));
+        api_fail(&err, r, API_CODE_INTERNAL, "%s", pe.message ?: strerror(-r));
         place_error_done(&pe);
         create_abandon(a, cr, &err);
         return;
@@ -898,7 +898,7 @@ static void create_make_dir(Agent *a, CreateRun *cr) {
     WorkspaceRecord *w = still_creating(a, cr);
     ApiError err = {};
     if (!w) {
-        api_error_set(&err, -ENOENT, 409, "removed", "workspace '%s' was removed while it was being created", cr->id);
+        api_fail(&err, -ENOENT, API_CODE_REMOVED, "workspace '%s' was removed while it was being created", cr->id);
         if (cr->op)
             api_operation_fail(cr->op, &err);
         create_run_free(cr);
@@ -916,8 +916,8 @@ static void create_make_dir(Agent *a, CreateRun *cr) {
         cr->step = api_operation_step(cr->op, "making %s", w->state_dir);
     int r = agent_job_submit(a, WORKER_OP_WORKSPACE_DIR, args, w->volume, NULL, on_dir_made, cr);
     if (r < 0) {
-        api_error_set(&err, r, 500, "internal", "cannot start the directory job of workspace '%s': %s", cr->id,
-                      strerror(-r));
+        api_fail(&err, r, API_CODE_INTERNAL, "cannot start the directory job of workspace '%s': %s", cr->id,
+                 strerror(-r));
         create_abandon(a, cr, &err);
     }
 }
@@ -938,9 +938,9 @@ static void on_intent_saved(int error, void *userdata) {
     }
     if (error < 0) {
         ApiError err = {};
-        api_error_set(&err, error, 500, "record_unsaved",
-                      "the intent to create workspace '%s' could not be saved: %s; nothing was made", cr->id,
-                      strerror(-error));
+        api_fail(&err, error, API_CODE_RECORD_UNSAVED,
+                 "the intent to create workspace '%s' could not be saved: %s; nothing was made", cr->id,
+                 strerror(-error));
         create_abandon(a, cr, &err);
         return;
     }
@@ -966,7 +966,7 @@ static void create_continue(Agent *a, const char *id, bool was_new, bool resumed
     if (agent_when_saved(a, on_intent_saved, iw, NULL) < 0) {
         free(iw);
         ApiError err = {};
-        api_error_set(&err, -ENOMEM, 500, "internal", "out of memory");
+        api_fail(&err, -ENOMEM, API_CODE_INTERNAL, "out of memory");
         create_abandon(a, cr, &err);
     }
 }
@@ -1060,9 +1060,9 @@ static void on_carved(Agent *a, int error, const char *message, ApplyResult *res
                         v->message ?: "?", c->id);
             r = create_decide(a, c, &err);
         } else
-            r = api_error_set(&err, error < 0 ? error : -EIO, refused ? 507 : 500,
-                              refused ? "pool_full" : "carve_failed", "carving volume %s failed: %s", carve->name,
-                              v && v->message ? v->message : message ?: strerror(error < 0 ? -error : EIO));
+            r = api_fail(&err, error < 0 ? error : -EIO, refused ? API_CODE_POOL_FULL : API_CODE_CARVE_FAILED,
+                         "carving volume %s failed: %s", carve->name,
+                         v && v->message ? v->message : message ?: strerror(error < 0 ? -error : EIO));
         if (r > 0)
             continue; /* it waits for another carve now, and owns c */
         if (r < 0)
@@ -1136,12 +1136,12 @@ static int create_decide(Agent *a, PendingCreate *c, ApiError *err) {
 
 int agent_workspace_create(Agent *a, const ApiWorkspaceRequest *req, bool queue, ApiOperation *op, ApiError *err) {
     if (!a->supervisor)
-        return api_error_set(err, -EOPNOTSUPP, 503, "not_supervising",
-                             "the agent runs without workspaces (--no-workspaces)");
+        return api_fail(err, -EOPNOTSUPP, API_CODE_NOT_SUPERVISING,
+                        "the agent runs without workspaces (--no-workspaces)");
     if (!a->workspaces)
         return -ENOMEM;
     if (id_is_pending(a, req->id))
-        return api_error_set(err, -EEXIST, 409, "exists", "workspace '%s' is being created", req->id);
+        return api_fail(err, -EEXIST, API_CODE_EXISTS, "workspace '%s' is being created", req->id);
     /* A create that cannot finish while a content shard is out of service
      * is refused at once with the reason, rather than accepted to wait as
      * long as the fault lasts; a client that wants exactly that asks for
@@ -1149,9 +1149,9 @@ int agent_workspace_create(Agent *a, const ApiWorkspaceRequest *req, bool queue,
      * out of service is passed over.) */
     char why[512];
     if (!queue && content_blocker(a, why, sizeof why))
-        return api_error_set(err, -EBUSY, 409, "blocked",
-                             "workspace '%s' cannot be created now: %s; retry once it is back in service, "
-                             "or queue the create until then (?queue=true)", req->id, why);
+        return api_fail(err, -EBUSY, API_CODE_BLOCKED,
+                        "workspace '%s' cannot be created now: %s; retry once it is back in service, "
+                        "or queue the create until then (?queue=true)", req->id, why);
     WorkspaceRecord *old = place_workspace_get(agent_record(a), req->id);
     /* Asking for an id whose data was kept means asking for it back. */
     PendingCreate *c = pending_create_new(req, old && !old->active, op);
@@ -1209,7 +1209,7 @@ static void remove_finish(Agent *a, RemoveJob *j, int r, const char *message) {
     if (j->op) {
         if (r < 0) {
             ApiError e = {};
-            api_error_set(&e, r, 500, "remove_failed", "%s", message ?: strerror(-r));
+            api_fail(&e, r, API_CODE_REMOVE_FAILED, "%s", message ?: strerror(-r));
             api_operation_fail(j->op, &e);
         } else
             agent_operation_succeed_saved(a, j->op, 200, removed_json(j->id, j->destroy, "removed"));
@@ -1302,10 +1302,10 @@ static void on_removed(Supervisor *s, const char *id, void *userdata) {
 int agent_workspace_remove(Agent *a, const char *id, bool destroy, ApiOperation *op, ApiError *err) {
     WorkspaceRecord *w = place_workspace_get(agent_record(a), id);
     if (!w || (!w->active && !destroy))
-        return api_error_set(err, -ENOENT, 404, "not_found", "no active workspace '%s'", id);
+        return api_fail(err, -ENOENT, API_CODE_NOT_FOUND, "no active workspace '%s'", id);
     if (id_is_pending(a, id) || w->creating)
-        return api_error_set(err, -EBUSY, 409, "conflict",
-                             "workspace '%s' is being created; remove it once its create has ended", id);
+        return api_fail(err, -EBUSY, API_CODE_CONFLICT,
+                        "workspace '%s' is being created; remove it once its create has ended", id);
     RemoveJob *j = calloc(1, sizeof *j);
     if (!j || !(j->id = strdup(id))) {
         free(j);
@@ -1318,7 +1318,7 @@ int agent_workspace_remove(Agent *a, const char *id, bool destroy, ApiOperation 
     int r = a->supervisor ? supervisor_remove(a->supervisor, id, on_removed, j) : -ENOENT;
     if (r == -EALREADY) {
         remove_job_free(j);
-        return api_error_set(err, r, 409, "conflict", "workspace '%s' is already being removed", id);
+        return api_fail(err, r, API_CODE_CONFLICT, "workspace '%s' is already being removed", id);
     }
     if (r == -ENOENT)
         on_removed(a->supervisor, id, j); /* no daemon to stop */
@@ -1334,18 +1334,18 @@ int agent_workspace_remove(Agent *a, const char *id, bool destroy, ApiOperation 
 int agent_workspace_restart(Agent *a, const char *id, bool queue, ApiOperation *op, ApiError *err) {
     WorkspaceStatus st;
     if (!a->supervisor || supervisor_get_status(a->supervisor, id, &st) < 0)
-        return api_error_set(err, -ENOENT, 404, "not_found", "no supervised workspace '%s'", id);
+        return api_fail(err, -ENOENT, API_CODE_NOT_FOUND, "no supervised workspace '%s'", id);
     /* As a create: a restart that would only wait for a volume to come
      * back is refused with the reason unless the client queues it. */
     char why[512];
     if (!queue && agent_workspace_blocker(a, id, why, sizeof why))
-        return api_error_set(err, -EBUSY, 409, "blocked",
-                             "workspace '%s' cannot be restarted now: %s; its daemon starts by itself once "
-                             "it is back in service (or queue the restart: ?queue=true)", id, why);
+        return api_fail(err, -EBUSY, API_CODE_BLOCKED,
+                        "workspace '%s' cannot be restarted now: %s; its daemon starts by itself once "
+                        "it is back in service (or queue the restart: ?queue=true)", id, why);
     pid_t old = st.pid;
     int r = supervisor_restart(a->supervisor, id);
     if (r == -EBUSY)
-        return api_error_set(err, r, 409, "conflict", "workspace '%s' is being stopped", id);
+        return api_fail(err, r, API_CODE_CONFLICT, "workspace '%s' is being stopped", id);
     if (r < 0)
         return r;
     log_info("workspace %s: restart requested through the API", id);

@@ -369,10 +369,10 @@ static void answer_saved(int error, void *userdata) {
         json_object_put(s->result);
     else if (error < 0) {
         ApiError e = {};
-        api_error_set(&e, error, 500, "record_unsaved",
-                      "done, but the state record could not be saved: %s; the change is kept in memory and "
-                      "saved with the next one",
-                      strerror(-error));
+        api_fail(&e, error, API_CODE_RECORD_UNSAVED,
+                 "done, but the state record could not be saved: %s; the change is kept in memory and "
+                 "saved with the next one",
+                 strerror(-error));
         api_operation_fail(s->op, &e);
         json_object_put(s->result);
     } else
@@ -477,8 +477,8 @@ static void on_reload_applied(Agent *a, int error, const char *message, ApplyRes
     if (job->op) {
         if (error < 0) {
             ApiError e = {};
-            api_error_set(&e, error, 500, "apply_failed", "The layout was loaded but applying it failed: %s",
-                          message ?: strerror(-error));
+            api_fail(&e, error, API_CODE_APPLY_FAILED, "The layout was loaded but applying it failed: %s",
+                     message ?: strerror(-error));
             api_operation_fail(job->op, &e);
         } else
             api_operation_succeed(job->op, 200, reload_answer(a, job->changed, res));
@@ -741,7 +741,7 @@ static int on_reload_signal(sd_event_source *s, const struct signalfd_siginfo *s
     int r = agent_reload(a, op, NULL);
     if (r < 0 && op) {
         ApiError e = {};
-        api_error_set(&e, r, 400, "invalid_layout", "%s", a->last_reload_error ?: "invalid layout");
+        api_fail(&e, r, API_CODE_INVALID_LAYOUT, "%s", a->last_reload_error ?: "invalid layout");
         api_operation_fail(op, &e);
     }
     return 0;

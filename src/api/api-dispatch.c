@@ -126,7 +126,7 @@ static enum MHD_Result serve_metrics(Api *api, ApiRequest *req) {
     if (r < 0) {
         /* A family name clash with the engine's is a bug; say what. */
         if (r == -EEXIST)
-            api_error_set(&err, r, 500, "internal", "Metric family written twice");
+            api_fail(&err, r, API_CODE_INTERNAL, "Metric family written twice");
         return queue_error(req, &err, r, NULL);
     }
     _cleanup_free_ char *own = NULL;
@@ -372,8 +372,8 @@ static enum MHD_Result dispatch(Api *api, ApiRequest *req) {
             if (streq(o->id, req->route.param))
                 op = o;
         if (!op) {
-            api_error_set(&call.error, -ENOENT, 404, "not_found", "No operation '%s' (finished ones are kept 10 minutes)",
-                          req->route.param);
+            api_fail(&call.error, -ENOENT, API_CODE_NOT_FOUND, "No operation '%s' (finished ones are kept 10 minutes)",
+                     req->route.param);
             return queue_error(req, &call.error, -ENOENT, NULL);
         }
         req->operation = api_operation_ref(op);
@@ -399,7 +399,7 @@ static enum MHD_Result dispatch(Api *api, ApiRequest *req) {
 
     ApiHandler h = api->ops.handlers[spec->id];
     if (!h) {
-        api_error_set(&call.error, -EOPNOTSUPP, 501, "not_supported", "Not supported by this agent");
+        api_fail(&call.error, -EOPNOTSUPP, API_CODE_NOT_SUPPORTED, "Not supported by this agent");
         return queue_error(req, &call.error, -EOPNOTSUPP, NULL);
     }
     if (spec->body == API_BODY_WORKSPACE) {
@@ -437,11 +437,11 @@ static enum MHD_Result dispatch(Api *api, ApiRequest *req) {
     if (r < 0) {
         /* The handler's own error wins; these only word a bare errno. */
         if (r == -EEXIST && wr.id)
-            api_error_set_default(&call.error, r, 409, "exists", "Workspace '%s' exists already", wr.id);
+            api_fail_default(&call.error, r, API_CODE_EXISTS, "Workspace '%s' exists already", wr.id);
         else if (r == -ENOENT && spec->param == API_PARAM_WORKSPACE)
-            api_error_set_default(&call.error, r, 404, "not_found", "No workspace '%s'", req->route.param);
+            api_fail_default(&call.error, r, API_CODE_NOT_FOUND, "No workspace '%s'", req->route.param);
         else if (r == -ENOENT && spec->param == API_PARAM_VOLUME)
-            api_error_set_default(&call.error, r, 404, "not_found", "No volume '%s'", req->route.param);
+            api_fail_default(&call.error, r, API_CODE_NOT_FOUND, "No volume '%s'", req->route.param);
         api_workspace_request_done(&wr);
         api_error_from_errno(&call.error, r);
         if (req->operation)
@@ -554,29 +554,29 @@ enum MHD_Result api_dispatch_request(Api *api, struct MHD_Connection *c, const c
 
         /* The metrics listener serves the figures and nothing else. */
         if (req->conn && req->conn->metrics_only && req->route.id != API_ROUTE_METRICS) {
-            api_error_set(&err, -EPERM, 403, "forbidden",
-                          "This is the metrics listener (api.metrics_listen): it serves GET /metrics only");
+            api_fail(&err, -EPERM, API_CODE_FORBIDDEN,
+                     "This is the metrics listener (api.metrics_listen): it serves GET /metrics only");
             return queue_error(req, &err, -EPERM, NULL);
         }
 
         if (req->spec->mutating) {
             ApiConn *conn = req->conn;
             if (conn && conn->read_only) {
-                api_error_set(&err, -EPERM, 403, "forbidden",
-                              "This is the read-only socket (api.readonly_socket): changes go through api.socket");
+                api_fail(&err, -EPERM, API_CODE_FORBIDDEN,
+                         "This is the read-only socket (api.readonly_socket): changes go through api.socket");
                 return queue_error(req, &err, -EPERM, NULL);
             }
             bool ok = conn && conn->peer_error >= 0 &&
                       api_peer_may(conn->uid, conn->gid, conn->groups, conn->n_groups, api->config.group, true);
             if (!ok) {
-                api_error_set(&err, -EPERM, 403, "forbidden",
-                              "Changes need root or membership in the API socket's group");
+                api_fail(&err, -EPERM, API_CODE_FORBIDDEN,
+                         "Changes need root or membership in the API socket's group");
                 return queue_error(req, &err, -EPERM, NULL);
             }
             if (api->state != API_STATE_READY) {
                 bool stopping = api->state == API_STATE_STOPPING;
-                api_error_set(&err, -EAGAIN, 503, stopping ? "shutting_down" : "not_ready",
-                              stopping ? "The agent is shutting down" : "The agent is starting, try again shortly");
+                api_fail(&err, -EAGAIN, stopping ? API_CODE_SHUTTING_DOWN : API_CODE_NOT_READY,
+                         stopping ? "The agent is shutting down" : "The agent is starting, try again shortly");
                 return queue_error(req, &err, -EAGAIN, NULL);
             }
         }
@@ -589,9 +589,9 @@ enum MHD_Result api_dispatch_request(Api *api, struct MHD_Connection *c, const c
         FramingWalk fw = {};
         (void) MHD_get_connection_values(c, MHD_HEADER_KIND, framing_iter, &fw);
         if (fw.lengths_differ || (fw.n_length > 0 && fw.chunked)) {
-            api_error_set(&err, -EBADMSG, 400, "bad_request",
-                          fw.lengths_differ ? "Conflicting Content-Length headers"
-                                            : "Both Content-Length and Transfer-Encoding: the body's length is ambiguous");
+            api_fail(&err, -EBADMSG, API_CODE_BAD_REQUEST,
+                     fw.lengths_differ ? "Conflicting Content-Length headers"
+                                       : "Both Content-Length and Transfer-Encoding: the body's length is ambiguous");
             return queue_error(req, &err, -EBADMSG, NULL);
         }
         const char *cl = fw.length;
@@ -602,8 +602,8 @@ enum MHD_Result api_dispatch_request(Api *api, struct MHD_Connection *c, const c
             /* MHD has validated the header's syntax already; refuse early
              * on the announced size so a big body is never read. */
             if (errno == 0 && *end == 0 && n > api->config.max_body) {
-                api_error_set(&err, -E2BIG, 413, "body_too_large", "Request body larger than %zu bytes",
-                              api->config.max_body);
+                api_fail(&err, -E2BIG, API_CODE_BODY_TOO_LARGE, "Request body larger than %zu bytes",
+                         api->config.max_body);
                 return queue_error(req, &err, -E2BIG, NULL);
             }
         }
@@ -631,7 +631,7 @@ enum MHD_Result api_dispatch_request(Api *api, struct MHD_Connection *c, const c
         return MHD_YES;
     if (req->too_large) {
         ApiError err = {};
-        api_error_set(&err, -E2BIG, 413, "body_too_large", "Request body larger than %zu bytes", api->config.max_body);
+        api_fail(&err, -E2BIG, API_CODE_BODY_TOO_LARGE, "Request body larger than %zu bytes", api->config.max_body);
         return queue_error(req, &err, -E2BIG, NULL);
     }
     if (req->operation && (req->wait_over || api_operation_done(req->operation))) {

@@ -180,7 +180,7 @@ void api_operation_fail(ApiOperation *op, const ApiError *err) {
     op->state = API_OPERATION_FAILED;
     op->error = *err;
     if (!op->error.status)
-        api_error_set(&op->error, -EIO, 500, "internal", "The operation failed");
+        api_fail(&op->error, -EIO, API_CODE_INTERNAL, "The operation failed");
     op->done_mono = now_usec(CLOCK_MONOTONIC);
     changed(op, true);
 }

@@ -208,9 +208,9 @@ static int scan_value(Scan *sc, const char **why) {
 
 int api_json_parse(const char *body, size_t len, json_object **ret, ApiError *err) {
     if (!body || len == 0)
-        return api_error_set(err, -EINVAL, 400, "invalid_json", "Empty request body, expected a JSON object");
+        return api_fail(err, -EINVAL, API_CODE_INVALID_JSON, "Empty request body, expected a JSON object");
     if (len > INT32_MAX)
-        return api_error_set(err, -EINVAL, 400, "invalid_json", "Request body too large");
+        return api_fail(err, -EINVAL, API_CODE_INVALID_JSON, "Request body too large");
 
     json_tokener *tok = json_tokener_new_ex(API_JSON_DEPTH);
     if (!tok)
@@ -224,15 +224,15 @@ int api_json_parse(const char *body, size_t len, json_object **ret, ApiError *er
 
     if (!o) {
         if (e == json_tokener_continue)
-            return api_error_set(err, -EINVAL, 400, "invalid_json", "Invalid JSON: unexpected end of input");
-        return api_error_set(err, -EINVAL, 400, "invalid_json", "Invalid JSON at byte %zu: %s",
-                             used, json_tokener_error_desc(e));
+            return api_fail(err, -EINVAL, API_CODE_INVALID_JSON, "Invalid JSON: unexpected end of input");
+        return api_fail(err, -EINVAL, API_CODE_INVALID_JSON, "Invalid JSON at byte %zu: %s",
+                        used, json_tokener_error_desc(e));
     }
     /* Only whitespace may follow the document. */
     for (size_t i = used; i < len; i++)
         if (!strchr(" \t\r\n", body[i])) {
             json_object_put(o);
-            return api_error_set(err, -EINVAL, 400, "invalid_json", "Invalid JSON: trailing data at byte %zu", i);
+            return api_fail(err, -EINVAL, API_CODE_INVALID_JSON, "Invalid JSON: trailing data at byte %zu", i);
         }
     /* json-c accepted it; now what it would have hidden. */
     Scan sc = { .s = body, .len = len };
@@ -244,7 +244,7 @@ int api_json_parse(const char *body, size_t len, json_object **ret, ApiError *er
     }
     if (k < 0 && why) {
         json_object_put(o);
-        return api_error_set(err, -EINVAL, 400, "bad_request", "Refused JSON: %s", why);
+        return api_fail(err, -EINVAL, API_CODE_BAD_REQUEST, "Refused JSON: %s", why);
     }
     *ret = o;
     return 0;
@@ -288,21 +288,21 @@ static int parse_quota(json_object *v, uint64_t *ret, ApiError *err) {
         errno = 0;
         int64_t i = json_object_get_int64(v);
         if (i < 0)
-            return api_error_set(err, -EINVAL, 400, "bad_request", "\"quota\" must not be negative");
+            return api_fail(err, -EINVAL, API_CODE_BAD_REQUEST, "\"quota\" must not be negative");
         *ret = json_object_get_uint64(v);
         return 0;
     }
     case json_type_string: {
         uint64_t q;
         if (layout_parse_size(json_object_get_string(v), &q) < 0)
-            return api_error_set(err, -EINVAL, 400, "bad_request",
-                                 "\"quota\" must be bytes or a size such as \"10G\"");
+            return api_fail(err, -EINVAL, API_CODE_BAD_REQUEST,
+                            "\"quota\" must be bytes or a size such as \"10G\"");
         *ret = q;
         return 0;
     }
     default:
-        return api_error_set(err, -EINVAL, 400, "bad_request",
-                             "\"quota\" must be an integer (bytes) or a size string");
+        return api_fail(err, -EINVAL, API_CODE_BAD_REQUEST,
+                        "\"quota\" must be an integer (bytes) or a size string");
     }
 }
 
@@ -314,7 +314,7 @@ int api_workspace_request_parse(const char *body, size_t len, ApiWorkspaceReques
 
     ApiWorkspaceRequest req = {};
     if (!json_object_is_type(root, json_type_object)) {
-        r = api_error_set(err, -EINVAL, 400, "bad_request", "The body must be a JSON object");
+        r = api_fail(err, -EINVAL, API_CODE_BAD_REQUEST, "The body must be a JSON object");
         goto fail;
     }
 
@@ -322,8 +322,8 @@ int api_workspace_request_parse(const char *body, size_t len, ApiWorkspaceReques
         if (streq(key, "id")) {
             const char *s = json_object_is_type(val, json_type_string) ? json_object_get_string(val) : NULL;
             if (!s || !layout_name_is_valid(s, API_ID_MAX)) {
-                r = api_error_set(err, -EINVAL, 400, "bad_request",
-                                  "\"id\" must be a string of [a-z0-9][a-z0-9-]*, at most %d characters", API_ID_MAX);
+                r = api_fail(err, -EINVAL, API_CODE_BAD_REQUEST,
+                             "\"id\" must be a string of [a-z0-9][a-z0-9-]*, at most %d characters", API_ID_MAX);
                 goto fail;
             }
             free(req.id);
@@ -336,8 +336,8 @@ int api_workspace_request_parse(const char *body, size_t len, ApiWorkspaceReques
                 continue;
             const char *s = json_object_is_type(val, json_type_string) ? json_object_get_string(val) : NULL;
             if (!s || !layout_name_is_valid(s, LAYOUT_NAME_MAX)) {
-                r = api_error_set(err, -EINVAL, 400, "bad_request",
-                                  "\"tenant\" must be a string of [a-z0-9][a-z0-9-]*, at most %d characters", LAYOUT_NAME_MAX);
+                r = api_fail(err, -EINVAL, API_CODE_BAD_REQUEST,
+                             "\"tenant\" must be a string of [a-z0-9][a-z0-9-]*, at most %d characters", LAYOUT_NAME_MAX);
                 goto fail;
             }
             free(req.tenant);
@@ -353,37 +353,37 @@ int api_workspace_request_parse(const char *body, size_t len, ApiWorkspaceReques
             if (json_object_is_type(val, json_type_null))
                 continue;
             if (!json_object_is_type(val, json_type_object)) {
-                r = api_error_set(err, -EINVAL, 400, "bad_request", "\"labels\" must be an object of strings");
+                r = api_fail(err, -EINVAL, API_CODE_BAD_REQUEST, "\"labels\" must be an object of strings");
                 goto fail;
             }
             if (json_object_object_length(val) > API_LABELS_MAX) {
-                r = api_error_set(err, -EINVAL, 400, "bad_request", "At most %d labels", API_LABELS_MAX);
+                r = api_fail(err, -EINVAL, API_CODE_BAD_REQUEST, "At most %d labels", API_LABELS_MAX);
                 goto fail;
             }
             json_object_object_foreach(val, lk, lv) {
                 if (!api_label_key_is_valid(lk)) {
-                    r = api_error_set(err, -EINVAL, 400, "bad_request",
-                                      "Invalid label key (use [A-Za-z0-9_.-/], at most %d characters)", API_LABEL_KEY_MAX);
+                    r = api_fail(err, -EINVAL, API_CODE_BAD_REQUEST,
+                                 "Invalid label key (use [A-Za-z0-9_.-/], at most %d characters)", API_LABEL_KEY_MAX);
                     goto fail;
                 }
                 if (!json_object_is_type(lv, json_type_string) || !api_label_value_is_valid(json_object_get_string(lv))) {
-                    r = api_error_set(err, -EINVAL, 400, "bad_request",
-                                      "Label values must be UTF-8 strings without control characters or bidirectional "
-                                      "overrides, at most %d bytes",
-                                      API_LABEL_VALUE_MAX);
+                    r = api_fail(err, -EINVAL, API_CODE_BAD_REQUEST,
+                                 "Label values must be UTF-8 strings without control characters or bidirectional "
+                                 "overrides, at most %d bytes",
+                                 API_LABEL_VALUE_MAX);
                     goto fail;
                 }
             }
             json_object_put(req.labels);
             req.labels = json_object_get(val);
         } else {
-            r = api_error_set(err, -EINVAL, 400, "bad_request",
-                              "Unknown field \"%.64s\" (known: id, tenant, quota, labels)", key);
+            r = api_fail(err, -EINVAL, API_CODE_BAD_REQUEST,
+                         "Unknown field \"%.64s\" (known: id, tenant, quota, labels)", key);
             goto fail;
         }
     }
     if (!req.id) {
-        r = api_error_set(err, -EINVAL, 400, "bad_request", "\"id\" is required");
+        r = api_fail(err, -EINVAL, API_CODE_BAD_REQUEST, "\"id\" is required");
         goto fail;
     }
     json_object_put(root);
@@ -403,8 +403,8 @@ int api_quota_request_parse(const char *body, size_t len, uint64_t *ret, ApiErro
         return r;
     if (!json_object_is_type(root, json_type_object) || !json_object_object_get_ex(root, "quota", &v) ||
         json_object_object_length(root) != 1)
-        r = api_error_set(err, -EINVAL, 400, "bad_request",
-                          "The body must be {\"quota\": SIZE}, with bytes, a size such as \"10G\", or null for none");
+        r = api_fail(err, -EINVAL, API_CODE_BAD_REQUEST,
+                     "The body must be {\"quota\": SIZE}, with bytes, a size such as \"10G\", or null for none");
     else
         r = parse_quota(v, ret, err);
     json_object_put(root);

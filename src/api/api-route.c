@@ -147,18 +147,18 @@ static void add_allow(char *allow, size_t size, const char *method) {
 
 int api_route_parse(const char *method, const char *path, ApiRoute *ret, ApiError *err) {
     if (!method || !path || path[0] != '/' || !ret)
-        return api_error_set(err, -ENOENT, 404, "not_found", "No such route");
+        return api_fail(err, -ENOENT, API_CODE_NOT_FOUND, "No such route");
     *ret = (ApiRoute) {};
 
     size_t len = strcspn(path, "?#");
     if (len > PATH_MAX_LEN)
-        return api_error_set(err, -ENOENT, 404, "not_found", "No such route");
+        return api_fail(err, -ENOENT, API_CODE_NOT_FOUND, "No such route");
     /* One trailing slash is tolerated ("/v1/status/"), the root is not a route. */
     if (len > 1 && path[len - 1] == '/')
         len--;
     Segments s;
     if (!split(path, len, &s))
-        return api_error_set(err, -ENOENT, 404, "not_found", "No such route");
+        return api_fail(err, -ENOENT, API_CODE_NOT_FOUND, "No such route");
 
     /* HEAD is GET without the body; MHD drops the body for us. */
     const char *m = streq(method, "HEAD") ? "GET" : method;
@@ -178,10 +178,10 @@ int api_route_parse(const char *method, const char *path, ApiRoute *ret, ApiErro
         }
     }
     if (!path_known)
-        return api_error_set(err, -ENOENT, 404, "not_found", "No such route");
+        return api_fail(err, -ENOENT, API_CODE_NOT_FOUND, "No such route");
     if (!found)
-        return api_error_set(err, -EOPNOTSUPP, 405, "method_not_allowed",
-                             "Method %.16s not allowed here (allowed: %s)", method, ret->allow);
+        return api_fail(err, -EOPNOTSUPP, API_CODE_METHOD_NOT_ALLOWED,
+                        "Method %.16s not allowed here (allowed: %s)", method, ret->allow);
 
     ret->id = found->id;
     if (param != SIZE_MAX) {
@@ -190,12 +190,12 @@ int api_route_parse(const char *method, const char *path, ApiRoute *ret, ApiErro
                            : found->param == API_PARAM_OPERATION ? "operation id"
                                                                  : "workspace id";
         if (s.len[param] > max)
-            return api_error_set(err, -EINVAL, 400, "bad_request", "Invalid %s: longer than %zu characters",
-                                 what, max);
+            return api_fail(err, -EINVAL, API_CODE_BAD_REQUEST, "Invalid %s: longer than %zu characters",
+                            what, max);
         memcpy(ret->param, s.seg[param], s.len[param]);
         ret->param[s.len[param]] = 0;
         if (!layout_name_is_valid(ret->param, max))
-            return api_error_set(err, -EINVAL, 400, "bad_request", "Invalid %s: use [a-z0-9][a-z0-9-]*", what);
+            return api_fail(err, -EINVAL, API_CODE_BAD_REQUEST, "Invalid %s: use [a-z0-9][a-z0-9-]*", what);
     }
     return 0;
 }
@@ -247,8 +247,8 @@ static int query_value(ApiQueryKey k, const char *key, const char *value, ApiQue
         errno = 0;
         double sec = value && *value ? strtod(value, &end) : NAN;
         if (q->has_wait || !value || !*value || errno || *end || !isfinite(sec) || sec < 0 || sec > API_WAIT_MAX_SEC)
-            return api_error_set(err, -EINVAL, 400, "bad_request",
-                                 "wait must be given once, as seconds from 0 to %u", API_WAIT_MAX_SEC);
+            return api_fail(err, -EINVAL, API_CODE_BAD_REQUEST,
+                            "wait must be given once, as seconds from 0 to %u", API_WAIT_MAX_SEC);
         q->has_wait = true;
         q->wait = (usec_t) (sec * USEC_PER_SEC);
         return 0;
@@ -258,8 +258,8 @@ static int query_value(ApiQueryKey k, const char *key, const char *value, ApiQue
         errno = 0;
         unsigned long long v = value && *value >= '0' && *value <= '9' ? strtoull(value, &end, 10) : 0;
         if (q->has_since || !value || !*value || *value < '0' || *value > '9' || errno || *end)
-            return api_error_set(err, -EINVAL, 400, "bad_request",
-                                 "since must be given once, as an event sequence number");
+            return api_fail(err, -EINVAL, API_CODE_BAD_REQUEST,
+                            "since must be given once, as an event sequence number");
         q->has_since = true;
         q->since = v;
         return 0;
@@ -271,7 +271,7 @@ static int query_value(ApiQueryKey k, const char *key, const char *value, ApiQue
         bool b;
         /* "?destroy_data" alone is ambiguous: refused rather than guessed. */
         if (!value || api_parse_bool(value, &b) < 0)
-            return api_error_set(err, -EINVAL, 400, "bad_request", "%s must be true or false", key);
+            return api_fail(err, -EINVAL, API_CODE_BAD_REQUEST, "%s must be true or false", key);
         if (k == API_QUERY_DESTROY_DATA)
             q->destroy_data = b;
         else if (k == API_QUERY_DRY_RUN)
@@ -296,13 +296,13 @@ int api_query_parse(const ApiRouteSpec *route, const char *key, const char *valu
             k = query_keys[i].key;
     if (!k || !(route->query & k)) {
         known_keys(route, known, sizeof known);
-        return api_error_set(err, -EINVAL, 400, "bad_request", "Unknown query parameter \"%.32s\" for %s %s (known: %s)",
-                             key ?: "", route->method, route->path, known);
+        return api_fail(err, -EINVAL, API_CODE_BAD_REQUEST, "Unknown query parameter \"%.32s\" for %s %s (known: %s)",
+                        key ?: "", route->method, route->path, known);
     }
     /* Given twice is refused, whatever the values: for destroy_data the
      * last one winning would make "=false&...=true" destroy data. */
     if (q->seen & k)
-        return api_error_set(err, -EINVAL, 400, "bad_request", "Query parameter \"%s\" given more than once", key);
+        return api_fail(err, -EINVAL, API_CODE_BAD_REQUEST, "Query parameter \"%s\" given more than once", key);
     int r = query_value(k, key, value, q, err);
     if (r == 0)
         q->seen |= k;

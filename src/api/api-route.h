@@ -17,6 +17,7 @@
 
 #include <json-c/json.h>
 
+#include "api-code.h"
 #include "layout.h"
 #include "macro.h"
 
@@ -112,18 +113,25 @@ typedef struct ApiError {
     char message[256];
 } ApiError;
 
-/* Sets e (if not NULL) and returns -errno_value, so an ops implementation
- * can write `return api_error_set(err, -EEXIST, 409, "exists", "...")`. */
-_printf_(5, 6) int api_error_set(ApiError *e, int errno_value, unsigned status,
-                                 const char *code, const char *fmt, ...);
+/*
+ * The one way to fail a request: sets e (if not NULL) to code's status and
+ * string (api-code.h) and the printf-formatted message, and returns
+ * -|errno_value|, so an ops implementation can write
+ * `return api_fail(err, -EEXIST, API_CODE_EXISTS, "...")`. errno_value
+ * (positive or negative) is only what the C caller gets back; the answer's
+ * status and code come from code alone, never from the errno. An error
+ * already in e is overwritten (api_fail_default keeps it).
+ */
+_printf_(4, 5) int api_fail(ApiError *e, int errno_value, ApiCode code, const char *fmt, ...);
 
-/* As api_error_set, but only when e is not set yet: the first (most
- * specific) error wins over a generic one added by a caller. */
-_printf_(5, 6) int api_error_set_default(ApiError *e, int errno_value, unsigned status,
-                                         const char *code, const char *fmt, ...);
+/* As api_fail, but only when e is not set yet: the first (most specific)
+ * error wins over a generic one added by a caller. Returns -|errno_value|
+ * either way. */
+_printf_(4, 5) int api_fail_default(ApiError *e, int errno_value, ApiCode code, const char *fmt, ...);
 
 /* When e was not filled in, derives a status and code from a negative
- * errno, by the one table every handler shares (api-error.c):
+ * errno, by the one table every handler shares (api-error.c, whose rows
+ * name ApiCode values):
  * ENOENT->404 not_found, EEXIST->409 exists, EBUSY->409 conflict,
  * EINVAL->400 bad_request, E2BIG->413 body_too_large, EPERM/EACCES->403
  * forbidden, ENOSPC/EDQUOT->507 pool_full, EROFS->503 volume_unavailable,

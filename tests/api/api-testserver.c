@@ -236,8 +236,8 @@ static int fake_add(FakeEngine *e, const char *id, const char *tenant, uint64_t 
             best = v;
     }
     if (!best)
-        return api_error_set(err, -ENOSPC, 507, "pool_full",
-                             "Every state volume holds %u workspaces (the flush-scope bound)", e->slots_per_volume);
+        return api_fail(err, -ENOSPC, API_CODE_POOL_FULL,
+                        "Every state volume holds %u workspaces (the flush-scope bound)", e->slots_per_volume);
     FakeWorkspace *w = calloc(1, sizeof(*w));
     FakeWorkspace **a = realloc(e->workspaces, (e->n_workspaces + 1) * sizeof(*a));
     if (!w || !a) {

@@ -150,7 +150,7 @@ static void test_errors(void **state) {
     api_error_from_errno(&e, -EIO);
     assert_int_equal(e.status, 500);
     /* An explicit error wins over the errno mapping. */
-    assert_int_equal(api_error_set(&e, -ENOSPC, 507, "pool_full", "full %d", 3), -ENOSPC);
+    assert_int_equal(api_fail(&e, -ENOSPC, API_CODE_POOL_FULL, "full %d", 3), -ENOSPC);
     api_error_from_errno(&e, -ENOENT);
     assert_int_equal(e.status, 507);
     assert_string_equal(e.message, "full 3");

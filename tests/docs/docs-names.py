@@ -9,8 +9,8 @@ docs name exists.
                                                          docs/api.md "GET /v1/events"
   states       supervisor_state_table (src/supervise/fsm.c) and the agent's
                own ("unsupervised", "removed")           docs/api.md daemon.state
-  error codes  the code argument of every api_error_set*() call
-                                                         docs/api.md "Errors"
+  error codes  api_codes[] in src/api/api-code.c (status and code), each
+               used by some failure                      docs/api.md "Errors"
   metrics      every "layoutd_*" family the agent and the API write
                                                          docs/api.md "GET /metrics";
                and every metric the fleet rules, the dashboard, operations.md
@@ -179,22 +179,22 @@ if not m:
 counts["states"] = compare("workspace state", code_states, docs_states, "docs/api.md's daemon.state list", 8)
 
 # ---- error codes ------------------------------------------------------------
-code_errors = set()
-for path, text in agent.items():
-    for fn in ("api_error_set", "api_error_set_default"):
-        for args in call_args(text, fn):
-            if len(args) >= 4 and '"' in args[3]:
-                code_errors.update(literals(args[3]))
-# ... and the one errno table every other failure goes through.
-err_c = strip_comments(read("src", "api", "api-error.c"))
-t = err_c[err_c.index("errno_map[]"):]
-code_errors.update(re.findall(r'\{\s*E\w+,\s*\d+,\s*"([a-z_]+)"', t[:t.index("};")]))
+# One table holds them all (api_codes[] in src/api/api-code.c), and it is
+# the code's side. Compared as "STATUS code", since a client reads both.
+code_c = strip_comments(read("src", "api", "api-code.c"))
+t = code_c[code_c.index("api_codes["):]
+rows = re.findall(r'\[(API_CODE_\w+)\]\s*=\s*\{\s*(\d+),\s*"([a-z_]+)"', t[:t.index("};")])
+code_errors = {"%s %s" % (status, code) for _, status, code in rows}
 docs_errors = set()
 for line in table_rows(section(api_md, r"^Errors$")):
     cells = line.split("|")
     if len(cells) > 3:
-        docs_errors.update(re.findall(r"`([a-z_]+)`", cells[2]))
+        docs_errors.update("%s %s" % (cells[1].strip(), c) for c in re.findall(r"`([a-z_]+)`", cells[2]))
 counts["error codes"] = compare("error code", code_errors, docs_errors, "docs/api.md's error table", 25)
+# A row nothing answers with would be documented for nothing.
+for name, status, code in rows:
+    if not any(re.search(r"\b%s\b" % name, text) for path, text in agent.items() if path != "src/api/api-code.c"):
+        problems.append("error code: '%s %s' (%s) is in the table but no failure uses it" % (status, code, name))
 
 # ---- metrics ----------------------------------------------------------------
 code_metrics = set()
