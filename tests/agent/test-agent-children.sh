@@ -41,7 +41,11 @@ api:
 YAML
 start_agent "$L"
 workers() { pgrep -P "$AGENT_PID" -f -- '--worker' || true; }
-wait_for 20 test -n "$(workers)" || fail "no watch worker runs beside a growth pool"
+# Conditions are functions: wait_for runs its arguments again each time,
+# and a "$(...)" among them would be expanded once, before the first.
+have_workers() { [ -n "$(workers)" ]; }
+sweepers_started() { [ "$(wc -l <"$WORK/gc.pids")" -ge "$1" ]; }
+wait_for 20 have_workers || fail "no watch worker runs beside a growth pool"
 api POST /v1/gc '{}' >/dev/null
 wait_for 10 test -s "$WORK/gc.pids" || fail "the sweep did not start: $(tail -5 "$AGENT_LOG")"
 gc=$(tail -1 "$WORK/gc.pids")
@@ -53,8 +57,9 @@ wait_for 5 gone "$gc" || fail "the sweeper $gc outlived the agent: $(ps -o pid,p
 # shellcheck disable=SC2086
 wait_for 5 gone $w || fail "worker(s) outlived the agent: $(ps -o pid,ppid,stat,cmd -p $w | tail -n +2)"
 start_agent "$L"
-api POST /v1/gc '{}' >/dev/null
-wait_for 10 test "$(wc -l <"$WORK/gc.pids")" -ge 2 || fail "the next agent did not sweep"
+out=$(api POST /v1/gc '{}')
+wait_for 10 sweepers_started 2 ||
+    fail "the next agent did not sweep (POST /v1/gc: $(st) $out): $(tail -20 "$AGENT_LOG")"
 running=$(for p in $(cat "$WORK/gc.pids"); do kill -0 "$p" 2>/dev/null && echo "$p"; done | wc -l)
 assert_eq 1 "$running" "sweepers running after the restart"
 stop_agent

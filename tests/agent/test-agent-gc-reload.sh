@@ -64,7 +64,8 @@ for i in $(seq 1 20); do head -c 300K /dev/urandom >"$m/dead/f$i"; done
 for i in $(seq 1 5); do head -c 300K /dev/urandom >"$m/live/f$i"; done
 sync -f "$m"
 ( cd "$m/live" && sha256sum f* ) >"$WORK/live.sums"
-wait_for 20 test "$(objects)" -ge 25 || fail "the files did not reach the pool: $(objects) objects"
+objects_at_least() { [ "$(objects)" -ge "$1" ]; } # a function: wait_for reruns it
+wait_for 20 objects_at_least 25 || fail "the files did not reach the pool: $(objects) objects"
 rm -rf "$m/dead"
 sync -f "$m"
 before=$(objects)

@@ -33,7 +33,8 @@ done
 sync
 for w in t1 t2 t3; do (cd "$WORK/mnt/$w" && sha256sum odd.bin big.bin small.txt) >"$WORK/$w.sums"; done
 objects() { find "$WORK/root/volumes/content-0/objects" -type f ! -name '.tmp.*' | wc -l; }
-wait_for 10 test "$(objects)" -ge 6 || fail "large files not in the pool: $(objects) objects"
+objects_at_least() { [ "$(objects)" -ge "$1" ]; } # a function: wait_for reruns it
+wait_for 10 objects_at_least 6 || fail "large files not in the pool: $(objects) objects"
 stop_agent # SIGINT: the daemons stop, the record keeps t1..t3 active
 
 log "1. teardown --destroy-data with active workspaces: refused as a whole"

@@ -110,6 +110,8 @@ trap 'exit 130' INT TERM
 # assert_eq EXPECTED ACTUAL MESSAGE
 assert_eq() { [ "$1" = "$2" ] || fail "$3: expected '$1', got '$2'"; }
 # wait_for SECONDS COMMAND...: polls a condition (the only place tests poll).
+# COMMAND runs again each time: give a function, never `test "$(...)"`,
+# whose "$(...)" the shell expands once, before the first try.
 wait_for() {
     local t=$1; shift
     local end=$((SECONDS + t))
