@@ -11,9 +11,12 @@ machine print the same: every number (a value, or a digit run inside a
 string: sizes, times, pids, device numbers), UUIDs and boot ids, and the
 test's work directory. Kept: every key, every string's words, every code,
 true/false/null, the number of elements of every array, the HTTP status.
-What depends on the host rather than on layoutd (whether it has a unified
-cgroup hierarchy to put daemons in) is masked whole: the fixture must hold
-on any machine README command 2 runs on.
+What depends on the host rather than on layoutd is masked whole, JSON
+keys and /metrics families alike: whether it has a unified cgroup
+hierarchy to put daemons in (the cgroup objects, and the per-workspace
+families read from cgroups), and the kernel's writeback knobs (max_bytes
+and strict_limit exist from Linux 6.2). The fixture must hold on any
+machine README command 2 runs on.
 """
 import json
 import re
@@ -25,7 +28,10 @@ SOCK, WORK = sys.argv[1], sys.argv[2]
 UUID = re.compile(r"[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}")
 HEX = re.compile(r"\b[0-9a-f]{32,64}\b")
 DIGITS = re.compile(r"[0-9]+")
-HOST_KEYS = {"cgroups", "cgroup"}
+HOST_KEYS = {"cgroups", "cgroup", "writeback"}
+# /metrics families: a family whose HELP names one of these words, or
+# whose name has one, is the host's.
+HOST_WORDS = ("cgroup", "writeback")
 
 
 def mask_str(s):
@@ -95,9 +101,17 @@ def show(method, path, body=None, raw=None):
         doc = json.loads(text, object_pairs_hook=dict)
         print(json.dumps(mask(doc), indent=1))
     else:
+        host_families = set()
         for line in text.splitlines():
-            if "cgroup" in line:
-                continue  # the host's (HOST_KEYS)
+            if line.startswith("# HELP ") or line.startswith("# TYPE "):
+                family = line.split()[2]
+                if any(w in line for w in HOST_WORDS):
+                    host_families.add(family)
+            else:
+                family = re.split(r"[{ ]", line, 1)[0]
+            if any(family == f or family.startswith(f + "_") for f in host_families) or \
+                    any(w in family for w in HOST_WORDS):
+                continue  # the host's (HOST_WORDS)
             if line.startswith("#"):
                 print(mask_str(line))
             else:

@@ -18,14 +18,24 @@ require_root; require_loop; require_fuse; require_cmd curl; require_cmd mkfs.ext
 [ -x "$WSFS" ] || fail "reference daemon not built: $WSFS"
 fixture=$LAYOUTD_SOURCE_DIR/tests/fixtures/api-shape.txt
 
+# The root on a host filesystem of its own (ext4, 2 GiB, sparse): the
+# answers name its free space (host-low, carvable_limit) and whether it
+# takes O_DIRECT, which /tmp on another machine (tmpfs, overlay) or with
+# other tests beside this one would change.
+truncate -s 2G "$WORK/host.img"
+mkfs.ext4 -q -m 0 "$WORK/host.img"
+mkdir -p "$WORK/host"
+mount -o loop "$WORK/host.img" "$WORK/host"
+
 # shape BUILD OUT: the masked answers of BUILD's agent, on a fresh root.
 shape() {
     local build=$1 out=$2
     LAYOUTD=$build/agent/layoutd
     WSFS=$build/examples/wsfs/layoutd-wsfs
-    rm -rf "$WORK/root" "$WORK/mnt"
+    rm -rf "$WORK/host/root" "$WORK/mnt"
     # The work directory is masked; the layout's paths sit below it.
     write_layout "$WORK/layout.yaml" 1 2 2
+    sed -i "s|^root: .*|root: $WORK/host/root|" "$WORK/layout.yaml"
     start_agent "$WORK/layout.yaml"
     api POST '/v1/workspaces?wait=30' '{"id":"shape-1"}' >/dev/null
     assert_eq 201 "$(st)" "create shape-1"
@@ -37,7 +47,10 @@ shape() {
         local s; s=$(api GET /v1/workspaces) &&
             [ "$(jget "$s" "sum(1 for w in d['workspaces'] if w['daemon']['state'] == 'running')")" = 2 ] &&
             s=$(api GET /v1/volumes) &&
-            [ "$(jget "$s" "all((v.get('flush_probe') or {}).get('recent_seconds') is not None for v in d['volumes'] if v['role'] == 'state')")" = True ]
+            [ "$(jget "$s" "all((v.get('flush_probe') or {}).get('recent_seconds') is not None for v in d['volumes'] if v['role'] == 'state')")" = True ] &&
+            # each daemon's missing-object count, which a probe after its
+            # first stats file fills in
+            [ "$(api GET /metrics | grep -c '^layoutd_workspace_objects_missing{')" = 2 ]
     }
     wait_for 60 settled || fail "the agent did not settle: $(api GET /v1/volumes)"
     "$PY" "$LAYOUTD_TESTS/agent/api-shape.py" "$SOCK" "$WORK" >"$out" || fail "api-shape.py failed"
@@ -65,4 +78,5 @@ else
         fail "the API's answers changed (a change on purpose updates the fixture: LAYOUTD_API_SHAPE_UPDATE=1):"$'\n'"$(head -80 "$WORK/diff")"
     log "the answers are as in tests/fixtures/api-shape.txt ($lines lines)"
 fi
+umount "$WORK/host" || fail "umount $WORK/host"
 log "PASS"
