@@ -38,10 +38,13 @@ export WORK
 # The supervisor mounts fusectl (/sys/fs/fuse/connections) when it is
 # missing, as the product should; a test that caused that puts it back.
 # Under ctest the fixture `fusectl` holds it for the whole run instead
-# (LAYOUTD_FUSECTL_FIXTURE=1): tests run in parallel, and one test's
-# teardown must not unmount it under another's daemons.
+# (LAYOUTD_FUSECTL_FIXTURE=1, and the fixture's state file there): tests
+# run in parallel, and one test's teardown must not unmount it under
+# another's daemons. The variable alone, with no fixture running (a test
+# started by hand with ctest's environment), is not taken for one.
 _fusectl_was_mounted=0
-if [ "${LAYOUTD_FUSECTL_FIXTURE:-0}" = 1 ] || findmnt -rn /sys/fs/fuse/connections >/dev/null 2>&1; then
+if { [ "${LAYOUTD_FUSECTL_FIXTURE:-0}" = 1 ] && [ -f "$LAYOUTD_BUILD_DIR/fusectl-fixture.state" ]; } ||
+    findmnt -rn /sys/fs/fuse/connections >/dev/null 2>&1; then
     _fusectl_was_mounted=1
 fi
 
