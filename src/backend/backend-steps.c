@@ -46,6 +46,37 @@ static const char *tail_lines(const char *out, int lines) {
     return *p == '\n' ? p + 1 : p;
 }
 
+/* The lines of a tool's output that say why it failed: those that name an
+ * error, at most `lines` of them; else its last lines. The tools' stdout and
+ * stderr arrive merged, and a tool's buffered stdout (mkfs.btrfs's banner)
+ * lands after the unbuffered error, so the last lines alone can miss the
+ * reason. Returns a new string (NULL when out of memory). */
+static char *failure_lines(const char *out, int lines) {
+    if (!out)
+        return strdup("");
+    _cleanup_free_ char *picked = NULL;
+    size_t len = 0;
+    int found = 0;
+    for (const char *p = out; *p && found < lines;) {
+        const char *end = strchrnul(p, '\n');
+        _cleanup_free_ char *line = strndup(p, (size_t) (end - p));
+        if (!line)
+            return NULL;
+        if (strcasestr(line, "error") || strstr(line, "Cannot") || strstr(line, "cannot")) {
+            char *n = realloc(picked, len + strlen(line) + 2);
+            if (!n)
+                return NULL;
+            picked = n;
+            len += (size_t) sprintf(picked + len, "%s%s", found ? "\n" : "", line);
+            found++;
+        }
+        p = *end ? end + 1 : end;
+    }
+    if (found)
+        return TAKE_PTR(picked);
+    return strdup(tail_lines(out, lines));
+}
+
 int backend_run_tool(char **argv, const char *package, const char *capability, ApplyStepResult *sr) {
     _cleanup_free_ char *exe = NULL, *out = NULL;
     const char *prog = argv[0];
@@ -68,7 +99,8 @@ int backend_run_tool(char **argv, const char *package, const char *capability, A
         return r;
     }
     if (r == -EPROTO) {
-        const char *t = tail_lines(out, 4);
+        _cleanup_free_ char *why = failure_lines(out, 4);
+        const char *t = why ?: "";
         apply_step_result_message(sr, "%s failed (status %d): %s", prog,
                                   WIFEXITED(status) ? WEXITSTATUS(status) : -1, isempty(t) ? "no output" : t);
         if (out && (strstr(out, "No space left") || strstr(out, "ENOSPC")))
@@ -307,6 +339,42 @@ static bool is_our_filesystem(const ProbeResult *pr, const VolumeRecord *rec, co
            streq_ptr(pr->type, fs_type) && streq_ptr(rec->fs_type, fs_type);
 }
 
+#define MKFS_TRIES 3
+
+/* Runs the mkfs command line, again when it failed without writing a
+ * signature: mkfs.btrfs, for one, checks the whole host (each mounted loop
+ * device's backing file, blkid's cache for a duplicate UUID), so a device
+ * that another process attaches or detaches at that moment can make it
+ * fail before it writes a byte (seen once, in CI, with two suites' worth of
+ * loop devices coming and going). Retrying is safe only on a device that
+ * still probes blank: one that holds anything is never formatted over, and
+ * the failure stands. *ret_first gets the first failure when a later try
+ * succeeded, for the step's message. */
+static int run_mkfs(char **argv, const char *package, const char *node, ApplyStepResult *sr, char **ret_first) {
+    _cleanup_free_ char *first = NULL;
+    int r = 0;
+    for (unsigned attempt = 0; attempt < MKFS_TRIES; attempt++) {
+        if (attempt > 0)
+            usleep(200 * 1000 * attempt);
+        r = backend_run_tool(argv, package, NULL, sr);
+        if (r >= 0)
+            break;
+        if (r != -EPROTO)
+            return r;
+        if (!first && sr->message)
+            first = strdup(sr->message);
+        ProbeResult pr = {};
+        bool blank = probe_path(node, &pr) >= 0 && pr.blank;
+        probe_result_done(&pr);
+        if (!blank)
+            return r;
+    }
+    if (r < 0)
+        return r;
+    *ret_first = TAKE_PTR(first);
+    return 0;
+}
+
 int backend_step_format(VolumeSetup *s, const PlanStep *p, const char *node, bool prezeroed, ApplyStepResult *sr) {
     VolumeRecord *rec = volume_setup_record(s);
     const FsType *fs = fs_type_find(p->fs_type);
@@ -385,7 +453,8 @@ int backend_step_format(VolumeSetup *s, const PlanStep *p, const char *node, boo
         apply_step_result_message(sr, "cannot build the mkfs command line (check mkfs_options): %s", strerror(-r));
         return r;
     }
-    r = backend_run_tool(argv, fs->package, NULL, sr);
+    _cleanup_free_ char *first_failure = NULL;
+    r = run_mkfs(argv, fs->package, node, sr, &first_failure);
     if (r < 0)
         return r;
 
@@ -411,7 +480,11 @@ int backend_step_format(VolumeSetup *s, const PlanStep *p, const char *node, boo
         rec->formatted = false;
         return r;
     }
-    apply_step_result_message(sr, "%s on %s, UUID %s, label %s", p->fs_type, node, uuid, label);
+    if (first_failure)
+        apply_step_result_message(sr, "%s on %s, UUID %s, label %s (a later try: the first failed on the blank device: %s)",
+                                  p->fs_type, node, uuid, label, first_failure);
+    else
+        apply_step_result_message(sr, "%s on %s, UUID %s, label %s", p->fs_type, node, uuid, label);
     sr->changed = true;
     return 0;
 }

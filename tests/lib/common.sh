@@ -58,6 +58,14 @@ on_cleanup() { _cleanup_hooks+=("$1"); }
 # say) are unmounted: otherwise that unmount is busy, falls back to a lazy
 # one, and the loop's backing path then reads as "/images/..." (relative to
 # the detached mount), so no later sweep can tell it was ours.
+# Whether loop device $1 is (still) backed by a file below $2.
+_loop_backed_below() {
+    local back
+    back=$(losetup -n -O BACK-FILE "$1" 2>/dev/null) || return 1
+    case "$back" in "$2"/*) return 0 ;; esac
+    return 1
+}
+
 cleanup_below() {
     local dir=$1 m l back
     local -a loops=() mounts=()
@@ -70,15 +78,18 @@ cleanup_below() {
         case "$back" in "$dir"/*) loops+=("$l") ;; esac
     done < <(losetup -n -O NAME,BACK-FILE 2>/dev/null || true)
     # 1. Filesystems on those loop devices (and on any loop below $dir).
+    # Each device is looked at again right before it is touched: under
+    # ctest -j, another test may have detached it and attached its own file
+    # to the same number since the list was made.
     for l in "${loops[@]:-}"; do
-        [ -n "$l" ] || continue
+        [ -n "$l" ] && _loop_backed_below "$l" "$dir" || continue
         for m in $(findmnt -rn -S "$l" -o TARGET 2>/dev/null | sort -r); do
             umount "$m" 2>/dev/null || umount -l "$m" 2>/dev/null || true
         done
     done
     # 2. The loop devices themselves.
     for l in "${loops[@]:-}"; do
-        [ -n "$l" ] && losetup -d "$l" 2>/dev/null || true
+        [ -n "$l" ] && _loop_backed_below "$l" "$dir" && losetup -d "$l" 2>/dev/null || true
     done
     # 3. Everything else below $dir, deepest first.
     for _ in 1 2 3; do
