@@ -19,6 +19,7 @@
 #include "agent.h"
 #include "argv.h"
 #include "log.h"
+#include "place-cache.h"
 #include "place-shard.h"
 #include "place-workspaces.h"
 #include "util.h"
@@ -399,6 +400,15 @@ static int workspace_supervise(Agent *a, const WorkspaceRecord *w, bool only_upd
     spec.argv = argv;
     spec.environment = env;
     spec.mountpoint = w->mountpoint;
+    _cleanup_free_ char *cache = NULL;
+    if (l->workspace.cache && w->volume && w->state_dir) {
+        r = place_cache_source(l, w->volume, w->id, &cache);
+        if (r < 0)
+            return log_error_errno(r, "workspace %s: cannot name its cache: %m", w->id);
+        spec.cache_source = cache;
+        spec.cache_name = l->workspace.cache_path ?: LAYOUT_CACHE_PATH;
+        spec.cache_owner_dir = w->state_dir;
+    }
     spec.shards = (unsigned) strv_length((const char *const *) content);
     /* Supervised already: its next start (a restart, a crash, leaving
      * BLOCKED) runs what the layout says now, not what it said when the
@@ -1218,8 +1228,8 @@ static void remove_finish(Agent *a, RemoveJob *j, int r, const char *message) {
     agent_update_status(a);
 }
 
-static void on_data_destroyed(Agent *a, int error, const char *message, ApplyResult *res, json_object *extra,
-                              void *userdata) {
+static void on_cache_destroyed(Agent *a, int error, const char *message, ApplyResult *res, json_object *extra,
+                               void *userdata) {
     RemoveJob *j = userdata;
     PlaceContext ctx;
     PlaceError pe = {};
@@ -1233,6 +1243,42 @@ static void on_data_destroyed(Agent *a, int error, const char *message, ApplyRes
     int r = place_workspace_forget(&ctx, j->id, &pe);
     remove_finish(a, j, r, pe.message);
     place_error_done(&pe);
+}
+
+/* The data is gone: its cache (derived data, on the same volume, beside
+ * the state dir) goes next, whether or not the layout has caches on now: a
+ * cache made while it had is the workspace's too. A missing one is no
+ * error. The record is forgotten last, so a failure leaves a workspace
+ * that a second destroy finishes. */
+static void on_data_destroyed(Agent *a, int error, const char *message, ApplyResult *res, json_object *extra,
+                              void *userdata) {
+    RemoveJob *j = userdata;
+    _cleanup_free_ char *parent = NULL;
+    if (j->op)
+        api_operation_step_done(j->op, j->step, error, error < 0 ? "%s" : NULL, message ?: "");
+    if (error < 0) {
+        remove_finish(a, j, error, message);
+        return;
+    }
+    WorkspaceRecord *w = state_record_find_workspace(agent_record(a), j->id);
+    int r = w && w->volume ? place_cache_parent(agent_layout(a), w->volume, &parent) : -ENOENT;
+    if (r == -ENOENT) {
+        j->step = -1;
+        on_cache_destroyed(a, 0, NULL, NULL, NULL, j);
+        return;
+    }
+    if (r < 0) {
+        remove_finish(a, j, r, NULL);
+        return;
+    }
+    json_object *args = json_object_new_object();
+    json_object_object_add(args, "dir", json_object_new_string(parent));
+    json_object_object_add(args, "name", json_object_new_string(j->id));
+    if (j->op)
+        j->step = api_operation_step(j->op, "destroying the cache in %s/%s", parent, j->id);
+    r = agent_job_submit(a, WORKER_OP_RMTREE, args, w->volume, NULL, on_cache_destroyed, j);
+    if (r < 0)
+        remove_finish(a, j, r, NULL);
 }
 
 /* The record says "inactive" on disk: now the data may go. */
@@ -1376,6 +1422,31 @@ json_object *agent_labels_json(char *const *labels) {
     return o;
 }
 
+/* The workspace's cache (docs/api.md, "The cache"): where it is mounted,
+ * whether it is now, and the environment that points tools at it. null
+ * when the layout has none or the daemon was not started with one. */
+static json_object *cache_json(Agent *a, const WorkspaceRecord *w) {
+    const Layout *l = agent_layout(a);
+    WorkspaceStatus st;
+    if (!w->mountpoint || !a->supervisor || supervisor_get_status(a->supervisor, w->id, &st) < 0 ||
+        st.cache_state == SUPERVISOR_CACHE_NONE)
+        return NULL;
+    _cleanup_free_ char *path = NULL, *source = NULL;
+    _cleanup_strv_free_ char **env = NULL;
+    if (asprintf(&path, "%s/%s", w->mountpoint, l->workspace.cache_path ?: LAYOUT_CACHE_PATH) < 0 ||
+        place_cache_environment(path, &env) < 0)
+        return NULL;
+    if (w->volume)
+        (void) place_cache_source(l, w->volume, w->id, &source);
+    json_object *o = json_object_new_object();
+    json_object_object_add(o, "path", json_object_new_string(path));
+    json_object_object_add(o, "source", source ? json_object_new_string(source) : NULL);
+    json_object_object_add(o, "state", json_object_new_string(supervisor_cache_state_to_string(st.cache_state)));
+    json_object_object_add(o, "error", st.cache_message ? json_object_new_string(st.cache_message) : NULL);
+    json_object_object_add(o, "environment", agent_labels_json(env));
+    return o;
+}
+
 json_object *agent_workspace_json(Agent *a, const WorkspaceRecord *w) {
     StateRecord *record = agent_record(a);
     json_object *o = json_object_new_object();
@@ -1398,6 +1469,7 @@ json_object *agent_workspace_json(Agent *a, const WorkspaceRecord *w) {
     if (w->mountpoint && agent_workspace_has_store(a, w))
         (void) asprintf(&store_path, "%s/.layoutd-store", w->mountpoint);
     J_ADD("package_store", JSTR(store_path));
+    J_ADD("cache", cache_json(a, w));
     J_ADD("labels", agent_labels_json(w->labels));
     /* Flush scope: every active workspace sharing the volume, itself too. */
     json_object *neigh = json_object_new_array();

@@ -399,3 +399,71 @@ int layoutctl_show(int argc, char **argv, const LayoutctlGlobals *g) {
     reply_done(&r);
     return ec;
 }
+
+/* Prints s in single quotes, for a POSIX shell: ' becomes '\''. */
+static void print_shell_quoted(const char *s) {
+    putchar('\'');
+    for (; *s; s++) {
+        if (*s == '\'')
+            fputs("'\\''", stdout);
+        else
+            putchar(*s);
+    }
+    putchar('\'');
+}
+
+int layoutctl_env(int argc, char **argv, const LayoutctlGlobals *g) {
+    static const char usage[] =
+        "Usage: layoutctl env ID [--json] [--socket PATH] [--wait SEC]\n"
+        "\n"
+        "Prints the environment that points a workspace's tools at its cache\n"
+        "(derived data on native storage: pnpm's store, target/, tool caches),\n"
+        "as export lines for a shell: eval \"$(layoutctl env ID)\". With --json,\n"
+        "the workspace's cache object. Fails (exit 1) when it has no cache\n"
+        "(the layout's workspace.cache is off).\n" CLIENT_COMMON_HELP;
+    ClientOptions o;
+    int ec = client_parse(argc, argv, g, 0, NULL, 0, NULL, 1, usage, &o);
+    if (ec != 0)
+        return ec < 0 ? LAYOUTCTL_EXIT_OK : ec;
+    const char *id = argv[optind];
+    if (!layout_name_is_valid(id, LAYOUT_WORKSPACE_ID_MAX))
+        return layoutctl_usage_error("env", "invalid name '%s' (use [a-z0-9][a-z0-9-]*, at most %d characters)",
+                                     client_safe(0, id), LAYOUT_WORKSPACE_ID_MAX);
+    char path[128];
+    Reply r = {};
+    snprintf(path, sizeof path, "/v1/workspaces/%s", id);
+    if ((ec = client_call("env", &o.args, "GET", path, NULL, &r)) != 0)
+        return ec;
+    if (r.status == 404) {
+        fprintf(stderr, "layoutctl env: no workspace named '%s'\n", id);
+        reply_done(&r);
+        return LAYOUTCTL_EXIT_NOT_FOUND;
+    }
+    if (r.status != 200) {
+        ec = client_report_error("env", &o.args, &r);
+        reply_done(&r);
+        return ec;
+    }
+    json_object *cache = NULL, *env = NULL, *state = NULL;
+    if (!json_object_object_get_ex(r.json, "cache", &cache) || !cache ||
+        !json_object_object_get_ex(cache, "environment", &env) || !json_object_is_type(env, json_type_object)) {
+        fprintf(stderr, "layoutctl env: workspace '%s' has no cache (the layout's workspace.cache is off)\n", id);
+        reply_done(&r);
+        return LAYOUTCTL_EXIT_FAILURE;
+    }
+    if (o.args.json)
+        printf("%s\n", json_object_to_json_string_ext(cache, JSON_C_TO_STRING_PRETTY));
+    else {
+        /* Said, not refused: the variables are right either way, and the
+         * tools work without the mount (through the workspace, slower). */
+        if (json_object_object_get_ex(cache, "state", &state) && !streq_ptr(json_object_get_string(state), "mounted"))
+            fprintf(stderr, "layoutctl env: workspace '%s': its cache is %s now\n", id, json_object_get_string(state));
+        json_object_object_foreach(env, k, v) {
+            printf("export %s=", k);
+            print_shell_quoted(json_object_get_string(v));
+            putchar('\n');
+        }
+    }
+    reply_done(&r);
+    return LAYOUTCTL_EXIT_OK;
+}

@@ -27,6 +27,7 @@ static const LayoutctlVerb verbs[] = {
     { "volumes", "list the volumes (flush domains) of the running agent", layoutctl_volumes },
     { "workspaces", "list the workspaces of the running agent", layoutctl_workspaces },
     { "show", "everything about one workspace or volume (ID [--type workspace|volume])", layoutctl_show },
+    { "env", "print the environment that points a workspace's tools at its cache (ID)", layoutctl_env },
     { "add", "create a workspace (ID [--tenant T] [--quota SIZE] [--label K=V])", layoutctl_add },
     { "rm", "remove a workspace (ID [--destroy-data])", layoutctl_rm },
     { "restart", "restart a workspace's FUSE daemon (ID)", layoutctl_restart },

@@ -61,6 +61,8 @@ int layoutctl_gc(int argc, char **argv, const LayoutctlGlobals *g);
 int layoutctl_check(int argc, char **argv, const LayoutctlGlobals *g);
 int layoutctl_shutdown(int argc, char **argv, const LayoutctlGlobals *g);
 int layoutctl_show(int argc, char **argv, const LayoutctlGlobals *g);
+/* env ID: the workspace's cache environment as shell export lines. */
+int layoutctl_env(int argc, char **argv, const LayoutctlGlobals *g);
 int layoutctl_events(int argc, char **argv, const LayoutctlGlobals *g);
 int layoutctl_export(int argc, char **argv, const LayoutctlGlobals *g);
 int layoutctl_import(int argc, char **argv, const LayoutctlGlobals *g);

@@ -127,6 +127,36 @@ static void jitter_sleep(void) {
     nanosleep(&ts, NULL);
 }
 
+/* Unmounts what is mounted below target (the cache inside a workspace's
+ * bind), deepest first: the mount at target is busy while they are there.
+ * They are slave copies, so the host's own mounts stay. Returns how many,
+ * or -errno. */
+static int unmount_below(const char *target) {
+    _cleanup_(tablep) struct libmnt_table *t = NULL;
+    _cleanup_strv_free_ char **list = NULL;
+    int r = load(&t);
+    if (r < 0)
+        return r;
+    _cleanup_(iterp) struct libmnt_iter *it = mnt_new_iter(MNT_ITER_BACKWARD);
+    if (!it)
+        return -ENOMEM;
+    struct libmnt_fs *fs;
+    while (mnt_table_next_fs(t, it, &fs) == 0) {
+        const char *p = mnt_fs_get_target(fs);
+        if (p && below(p, target) && (r = strv_extend(&list, p)) < 0)
+            return r;
+    }
+    /* Mountinfo lists a mount after its parent: backwards is children
+     * first. */
+    int n = 0;
+    for (char **p = list; p && *p; p++)
+        if (umount2(*p, UMOUNT_NOFOLLOW) == 0)
+            n++;
+        else if (errno != EINVAL && errno != ENOENT)
+            return negative_errno();
+    return n;
+}
+
 int csi_mount_unmount(const char *target) {
     if (isempty(target) || target[0] != '/')
         return -EINVAL;
@@ -138,6 +168,9 @@ int csi_mount_unmount(const char *target) {
         if (r < 0)
             return r;
         csi_mount_done(&m);
+        r = unmount_below(target);
+        if (r < 0 && r != -EBUSY)
+            return r;
         /* UMOUNT_NOFOLLOW: target is the CO's path; never follow a
          * symlink someone put there. */
         if (umount2(target, UMOUNT_NOFOLLOW) == 0)
@@ -204,9 +237,18 @@ int csi_mount_bind(const char *source, dev_t devno, const char *target, unsigned
     else if ((r = csi_mount_check_empty(target)) < 0)
         return r; /* checked by the caller already, but files may have come since */
 
-    if (mount(source, target, NULL, MS_BIND, NULL) < 0) {
+    /* Recursive: the workspace's cache is a mount inside its FUSE mount,
+     * and a plain bind would leave the pod without it. Then a slave: a
+     * shared copy would carry an unmount done on the pod's side (a lazy
+     * one, say) back to the host's cache mount; as a slave it still
+     * receives what the host mounts. */
+    if (mount(source, target, NULL, MS_BIND | MS_REC, NULL) < 0) {
         r = negative_errno();
         goto fail;
+    }
+    if (mount(NULL, target, NULL, MS_SLAVE | MS_REC, NULL) < 0) {
+        r = negative_errno();
+        goto fail_unmount;
     }
     /* A bind takes the flags of its source; the ones asked for are set by
      * remounting the bind (the kernel ignores them on the first call). */
@@ -228,6 +270,7 @@ int csi_mount_bind(const char *source, dev_t devno, const char *target, unsigned
     return 0;
 
 fail_unmount:
+    (void) unmount_below(target);
     (void) umount2(target, UMOUNT_NOFOLLOW);
 fail:
     if (made)

@@ -265,6 +265,8 @@ static json_object *workspace_to_json(Out *o, const WorkspaceConfig *w) {
     add_str(o, j, "on_agent_stop", w->stop_with_agent ? "stop" : "keep");
     add(o, j, "oom_score_adjust", json_object_new_int(w->oom_score_adjust));
     add_bool(o, j, "package_store", w->package_store);
+    add_bool(o, j, "cache", w->cache);
+    add_str(o, j, "cache_path", w->cache_path ?: LAYOUT_CACHE_PATH);
     json_object *res = new_object(o);
     if (res) {
         const WorkspaceResources *r = &w->resources;

@@ -404,7 +404,7 @@ static void parse_pools(Parser *p, const LayoutNode *n, const LayoutNode *key, L
 static const char *const workspace_keys[] = {
     "mount_root", "command", "user", "group", "environment", "dir_mode", "restart", "backoff", "crash_loop",
     "ready_timeout", "stop_timeout", "hang_timeout", "restart_on_hang", "workspaces", "on_agent_stop",
-    "oom_score_adjust", "package_store", "resources", NULL,
+    "oom_score_adjust", "package_store", "resources", "cache", "cache_path", NULL,
 };
 static const char *const on_agent_stop_names[] = { "keep", "stop" };
 static const char *const resources_keys[] = { "memory_max", "memory_high", "cpu_weight", "io_weight", "tasks_max", NULL };
@@ -731,6 +731,15 @@ static void parse_workspace(Parser *p, const LayoutNode *n, Layout *l) {
         (void) lp_get_bool_or(p, v, "package_store", "auto", &w->package_store, &w->package_store_auto);
     if ((v = lp_map_get(n, "resources", NULL)))
         parse_resources(p, v, &w->resources);
+    if ((v = lp_map_get(n, "cache", NULL)))
+        (void) lp_get_bool(p, v, "cache", &w->cache);
+    /* One component: the cache is mounted on a directory of the workspace's
+     * root, never through a path of several that its users could bend. */
+    if ((v = lp_map_get(n, "cache_path", NULL)) && lp_get_string(p, v, "cache_path", &w->cache_path) &&
+        (strchr(w->cache_path, '/') || streq(w->cache_path, ".") || streq(w->cache_path, "..") ||
+         isempty(w->cache_path) || strlen(w->cache_path) > 255))
+        lp_err(p, v, "cache_path: must be one name inside the workspace (no '/', not '.' or '..'), got '%s'",
+               w->cache_path);
 }
 
 /* ---- api ---- */

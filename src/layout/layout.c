@@ -95,6 +95,7 @@ Layout *layout_free(Layout *l) {
         pool_done(&l->pools[i]);
     WorkspaceConfig *w = &l->workspace;
     free(w->mount_root);
+    free(w->cache_path);
     strv_free(w->command);
     free(w->user);
     free(w->group);

@@ -212,6 +212,9 @@ typedef struct WorkspaceResources {
     uint64_t tasks_max;              /* pids.max; default 4096 */
 } WorkspaceResources;
 
+/* Where a workspace's cache is mounted inside it, unless the layout says. */
+#define LAYOUT_CACHE_PATH ".layoutd-cache"
+
 typedef struct WorkspaceConfig {
     char *mount_root;                /* default <root>/workspaces */
     char **command;                  /* argv template; command[0] absolute.
@@ -247,6 +250,11 @@ typedef struct WorkspaceConfig {
                                         filesystem shares extents on copy
                                         (FsType.shares_extents) */
     bool package_store_auto;         /* package_store came from "auto" */
+    bool cache;                      /* a native cache mount in each workspace
+                                        (docs/layout.md, "The cache");
+                                        default false */
+    char *cache_path;                /* its name inside the mount, one
+                                        component; NULL: LAYOUT_CACHE_PATH */
     WorkspaceResources resources;
     StaticWorkspace *static_workspaces;
     size_t n_static_workspaces;

@@ -27,6 +27,7 @@
 #include "fuse-cleanup.h"
 #include "linebuf.h"
 #include "mount-monitor.h"
+#include "cache-bind.h"
 #include "proc.h"
 #include "spawn.h"
 #include "supervisor.h"
@@ -93,6 +94,14 @@ typedef struct Workspace {
     bool spawn_failed;
 
     usec_t spawned_at, running_since, since, ready_latency;
+
+    /* The cache mount: what to bind (NULL = none), and the child at work. */
+    char *cache_source, *cache_name, *cache_owner_dir;
+    SupervisorCacheState cache_state;
+    char cache_message[512];
+    pid_t bind_pid;
+    int bind_pidfd, bind_msgfd;
+    sd_event_source *bind_source;
 
     bool removing;
     SupervisorRemovedCallback remove_cb;
@@ -402,6 +411,9 @@ static void action_cleanup_mount(Workspace *w) {
         w->rec.mount_dev = 0;
         ws_persist(w);
     }
+    /* The detach took the cache's bind with the FUSE mount. */
+    if (w->cache_state == SUPERVISOR_CACHE_MOUNTED)
+        w->cache_state = SUPERVISOR_CACHE_PENDING;
 }
 
 static void action_arm_backoff(Workspace *w) {
@@ -527,6 +539,8 @@ static int action_spawn(Workspace *w) {
     w->rec.boot_id_hash = s->boot_id_hash;
     w->rec.mount_dev = 0;
     w->adopted = false;
+    if (w->cache_source)
+        w->cache_state = SUPERVISOR_CACHE_PENDING;
     /* Unknown if the copy fails: then it is read from /proc when asked. */
     w->running_env = strv_free(w->running_env);
     (void) strv_copy((const char *const *) w->env, &w->running_env);
@@ -635,6 +649,92 @@ static void workspace_dispatch(Workspace *w, SupervisorEvent ev) {
     }
 }
 
+/* ---- the cache mount --------------------------------------------------- */
+
+static const char *const cache_state_table[_SUPERVISOR_CACHE_STATE_MAX] = {
+    [SUPERVISOR_CACHE_NONE] = "none",
+    [SUPERVISOR_CACHE_PENDING] = "pending",
+    [SUPERVISOR_CACHE_MOUNTED] = "mounted",
+    [SUPERVISOR_CACHE_FAILED] = "failed",
+};
+
+const char *supervisor_cache_state_to_string(SupervisorCacheState st) {
+    return st >= 0 && st < _SUPERVISOR_CACHE_STATE_MAX ? cache_state_table[st] : NULL;
+}
+
+static void cache_child_release(Workspace *w) {
+    w->bind_source = sd_event_source_disable_unref(w->bind_source);
+    w->bind_pidfd = safe_close(w->bind_pidfd);
+    w->bind_msgfd = safe_close(w->bind_msgfd);
+    w->bind_pid = 0;
+}
+
+/* A child still at work when its workspace goes: killed and reaped (a
+ * child blocked in a hung FUSE request dies of SIGKILL too). */
+static void cache_child_kill(Workspace *w) {
+    if (w->bind_pid == 0)
+        return;
+    (void) proc_pidfd_signal(w->bind_pidfd, SIGKILL);
+    siginfo_t si;
+    (void) waitid(P_PIDFD, (id_t) w->bind_pidfd, &si, WEXITED);
+    cache_child_release(w);
+}
+
+static int cache_child_handler(sd_event_source *src, int fd, uint32_t revents, void *userdata) {
+    Workspace *w = userdata;
+    int r = cache_bind_finish(w->bind_pidfd, w->bind_msgfd, w->cache_message, sizeof w->cache_message);
+    cache_child_release(w);
+    if (r == CACHE_BIND_BOUND || r == CACHE_BIND_ALREADY) {
+        if (r == CACHE_BIND_BOUND)
+            ws_log(w, LOG_NOTICE, "cache %s mounted at %s/%s", w->cache_source, w->mountpoint, w->cache_name);
+        w->cache_state = SUPERVISOR_CACHE_MOUNTED;
+        w->cache_message[0] = '\0';
+    } else {
+        if (r < 0 && w->cache_message[0] == '\0')
+            snprintf(w->cache_message, sizeof w->cache_message, "cannot reap the child: %s", strerror(-r));
+        ws_log(w, LOG_WARNING, "cache not mounted at %s/%s: %s; the workspace runs without it", w->mountpoint,
+               w->cache_name, w->cache_message);
+        w->cache_state = SUPERVISOR_CACHE_FAILED;
+    }
+    /* The daemon waited for its cache: it is ready now, with or without
+     * it (a failure is reported, not a reason to refuse the workspace).
+     * A daemon that died meanwhile moved on already. */
+    if (w->state == SUPERVISOR_STARTING && w->pid != 0 && w->rec.mount_dev != 0)
+        workspace_dispatch(w, SUPERVISOR_EVENT_READY);
+    return 0;
+}
+
+/* Starts the child that mounts the cache on the daemon's mount (or finds
+ * it mounted). Returns 1 when a child is at work (its handler follows), 0
+ * when there is nothing to do: no cache, or the child could not start
+ * (said, and the cache marked failed). */
+static int cache_mount_begin(Workspace *w) {
+    if (!w->cache_source)
+        return 0;
+    if (w->bind_pid != 0)
+        return 1;
+    CacheBindSpec spec = {
+        .source = w->cache_source,
+        .owner_dir = w->cache_owner_dir,
+        .mountpoint = w->mountpoint,
+        .name = w->cache_name,
+        .mount_dev = w->rec.mount_dev,
+    };
+    int r = cache_bind_start(&spec, &w->bind_pid, &w->bind_pidfd, &w->bind_msgfd);
+    if (r >= 0)
+        r = sd_event_add_io(w->sup->event, &w->bind_source, w->bind_pidfd, EPOLLIN, cache_child_handler, w);
+    if (r < 0) {
+        cache_child_kill(w);
+        snprintf(w->cache_message, sizeof w->cache_message, "cannot start the child that mounts it: %s",
+                 strerror(-r));
+        ws_log(w, LOG_WARNING, "cache not mounted: %s", w->cache_message);
+        w->cache_state = SUPERVISOR_CACHE_FAILED;
+        return 0;
+    }
+    w->cache_state = SUPERVISOR_CACHE_PENDING;
+    return 1;
+}
+
 /* ---- supervisor-wide sources ------------------------------------------- */
 
 static void mountinfo_check(Supervisor *s) {
@@ -645,7 +745,8 @@ static void mountinfo_check(Supervisor *s) {
     usec_t now = now_mono();
     for (size_t i = 0; i < s->n_ws; i++) {
         Workspace *w = s->ws[i];
-        if (w->state != SUPERVISOR_STARTING || w->pid == 0)
+        /* With a child mounting its cache, READY comes from the child. */
+        if (w->state != SUPERVISOR_STARTING || w->pid == 0 || w->bind_pid != 0)
             continue;
         const FuseMount *fm = fuse_cleanup_find(m, n, w->mountpoint);
         if (!fm)
@@ -656,6 +757,11 @@ static void mountinfo_check(Supervisor *s) {
         ws_log(w, LOG_NOTICE, "ready: %s mounted at %s (dev %u:%u) after %" PRIu64 " ms",
                fm->fstype, w->mountpoint, major(fm->devno), minor(fm->devno),
                w->ready_latency / USEC_PER_MSEC);
+        /* Its cache is mounted before it is RUNNING: tools that are handed
+         * the cache's path must never write into the FUSE mount's own
+         * directory of that name instead. */
+        if (cache_mount_begin(w) > 0)
+            continue;
         workspace_dispatch(w, SUPERVISOR_EVENT_READY);
     }
     fuse_cleanup_mounts_free(m, n);
@@ -675,6 +781,10 @@ static Workspace *workspace_free(Workspace *w) {
     w->hang_timer = sd_event_source_disable_unref(w->hang_timer);
     w->log_source = sd_event_source_disable_unref(w->log_source);
     w->log_fd = safe_close(w->log_fd);
+    cache_child_kill(w);
+    free(w->cache_source);
+    free(w->cache_name);
+    free(w->cache_owner_dir);
     free(w->id);
     strv_free(w->argv);
     strv_free(w->env);
@@ -856,7 +966,17 @@ static bool spec_is_valid(const WorkspaceSpec *spec) {
  * when any part fails). */
 static int workspace_configure(Workspace *w, const WorkspaceSpec *spec) {
     _cleanup_strv_free_ char **argv = NULL, **env = NULL;
+    _cleanup_free_ char *cache_source = NULL, *cache_name = NULL, *cache_owner_dir = NULL;
     SpawnCredentials creds = {};
+    if (spec->cache_source) {
+        if (spec->cache_source[0] != '/' || !cache_bind_name_is_valid(spec->cache_name) || !spec->cache_owner_dir)
+            return -EINVAL;
+        cache_source = strdup(spec->cache_source);
+        cache_name = strdup(spec->cache_name);
+        cache_owner_dir = strdup(spec->cache_owner_dir);
+        if (!cache_source || !cache_name || !cache_owner_dir)
+            return -ENOMEM;
+    }
     int r = strv_copy((const char *const *) spec->argv, &argv);
     if (r < 0)
         return r;
@@ -887,6 +1007,16 @@ static int workspace_configure(Workspace *w, const WorkspaceSpec *spec) {
     w->hang_timeout = spec->hang_timeout;
     w->restart_on_hang = spec->restart_on_hang;
     w->oom_score_adjust = spec->oom_score_adjust;
+    free(w->cache_source);
+    w->cache_source = TAKE_PTR(cache_source);
+    free(w->cache_name);
+    w->cache_name = TAKE_PTR(cache_name);
+    free(w->cache_owner_dir);
+    w->cache_owner_dir = TAKE_PTR(cache_owner_dir);
+    if (!w->cache_source)
+        w->cache_state = SUPERVISOR_CACHE_NONE;
+    else if (w->cache_state == SUPERVISOR_CACHE_NONE)
+        w->cache_state = SUPERVISOR_CACHE_PENDING;
     return 0;
 }
 
@@ -911,7 +1041,7 @@ int supervisor_add(Supervisor *s, const WorkspaceSpec *spec, const DaemonRecord 
     if (!w)
         return -ENOMEM;
     w->sup = s;
-    w->pidfd = w->log_fd = -EBADF;
+    w->pidfd = w->log_fd = w->bind_pidfd = w->bind_msgfd = -EBADF;
     int r = -ENOMEM;
     w->id = strdup(spec->id);
     w->mountpoint = strdup(spec->mountpoint);
@@ -971,6 +1101,11 @@ int supervisor_add(Supervisor *s, const WorkspaceSpec *spec, const DaemonRecord 
          * "waiting" cannot tell stuck from busy. */
         if (!healthy)
             workspace_dispatch(w, SUPERVISOR_EVENT_RESTART_REQUESTED);
+        else
+            /* Its cache may have been unmounted while no agent watched (or
+             * this agent is the first with a cache): found or mounted
+             * again, the daemon serving on meanwhile. */
+            (void) cache_mount_begin(w);
         return 0;
     }
     if (adopt && adopt->pid > 0) {
@@ -1116,6 +1251,8 @@ static void fill_status(Workspace *w, WorkspaceStatus *ret) {
         .next_delay = w->state == SUPERVISOR_BACKOFF ? w->next_delay : 0,
         .mount_dev = w->rec.mount_dev,
         .hangs = w->hangs,
+        .cache_state = w->cache_state,
+        .cache_message = w->cache_state == SUPERVISOR_CACHE_FAILED ? w->cache_message : NULL,
     };
     unsigned k = MIN(w->n_delays, (unsigned) SUPERVISOR_DELAY_HISTORY);
     for (unsigned i = 0; i < k; i++)

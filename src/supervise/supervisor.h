@@ -54,7 +54,26 @@ typedef struct WorkspaceSpec {
     usec_t hang_timeout;        /* 0 = no hang watch */
     bool restart_on_hang;
     int oom_score_adjust;       /* the daemon's /proc/PID/oom_score_adj */
+    /* The cache mount (cache-bind.h), NULL = none: cache_source bound at
+     * <mountpoint>/<cache_name> after every start and re-adoption, before
+     * the workspace is RUNNING; cache_owner_dir (the state dir) lends it
+     * owner, mode and project id. */
+    const char *cache_source;
+    const char *cache_name;
+    const char *cache_owner_dir;
 } WorkspaceSpec;
+
+typedef enum SupervisorCacheState {
+    SUPERVISOR_CACHE_NONE,      /* no cache configured */
+    SUPERVISOR_CACHE_PENDING,   /* not mounted now: no daemon, or being mounted */
+    SUPERVISOR_CACHE_MOUNTED,
+    SUPERVISOR_CACHE_FAILED,    /* the last attempt failed (cache_message);
+                                   the workspace runs without it */
+    _SUPERVISOR_CACHE_STATE_MAX,
+    _SUPERVISOR_CACHE_STATE_INVALID = -EINVAL,
+} SupervisorCacheState;
+
+const char *supervisor_cache_state_to_string(SupervisorCacheState s);
 
 /* Fills the policy fields of *spec (restart, backoff, crash loop, timeouts,
  * user, group, environment) from the layout; the caller sets id, argv,
@@ -82,6 +101,8 @@ typedef struct WorkspaceStatus {
     unsigned n_delays;
     dev_t mount_dev;            /* the FUSE mount's device, 0 unknown */
     unsigned hangs;             /* hang reports so far */
+    SupervisorCacheState cache_state;
+    const char *cache_message;  /* borrowed; why FAILED, else NULL */
 } WorkspaceStatus;
 
 typedef struct SupervisorCallbacks {

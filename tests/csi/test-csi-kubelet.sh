@@ -22,6 +22,14 @@ require_csi
 # One state volume of two workspaces: two slots, so the third volume finds none.
 L=$WORK/layout.yaml
 write_layout "$L" 1 1 2
+# With each workspace's cache (docs/layout.md, "The cache"): a pod must see
+# it through its bind.
+sed -i 's/^  package_store: true$/  package_store: true\n  cache: true/' "$L"
+grep -q '^  cache: true$' "$L" || fail "test setup: cache not turned on"
+# Mounts below $WORK shared, as systemd makes / on a real node (and kubelet
+# its own directory): here PID 1 is not systemd and mounts are private,
+# where no unmount would ever propagate and the check below could not fail.
+mount --bind "$WORK" "$WORK" && mount --make-rshared "$WORK" || fail "test setup: cannot make $WORK shared"
 start_agent "$L"
 start_csi
 on_cleanup 'stop_csi_quietly'
@@ -70,6 +78,16 @@ assert_eq False "$(jget "$wa" "'csi.storage.k8s.io/ephemeral' in d['labels']")" 
 echo "from the pod" >"$TA/hello.txt" || fail "target_path not writable"
 assert_eq "from the pod" "$(cat "$(jget "$wa" "d['mountpoint']")/hello.txt")" "the bind shows the workspace"
 assert_eq "from the pod" "$(cat "$(jget "$wa" "d['state_dir']")/hello.txt" 2>/dev/null || find "$(jget "$wa" "d['state_dir']")" -name hello.txt -exec cat {} +)" "the file reached the workspace's state directory"
+
+# The pod sees the workspace's cache (a recursive bind), and an unmount on
+# its side (a lazy one, as a runtime's teardown does) leaves the host's.
+hc=$(jget "$wa" "d['cache']['path']")
+[ "$(findmnt -rn -o TARGET --mountpoint "$TA/.layoutd-cache")" = "$TA/.layoutd-cache" ] || fail "the pod's bind lacks the cache mount"
+echo "cached" >"$TA/.layoutd-cache/from-pod" || fail "the cache is not writable through the pod's bind"
+assert_eq cached "$(cat "$hc/from-pod")" "the pod's cache is the workspace's"
+umount -l "$TA/.layoutd-cache" || fail "cannot unmount the pod's copy of the cache"
+findmnt -rn --mountpoint "$hc" >/dev/null || fail "an unmount in the pod's bind took the host's cache mount"
+assert_eq cached "$(cat "$hc/from-pod")" "the host's cache after the pod's unmount"
 
 # Again, the same: OK, and still one mount there.
 call Node/NodePublishVolume "$REQ_A" >/dev/null; expect OK "publish volume A again"
