@@ -105,7 +105,7 @@ static void on_export_cancel(void *userdata) {
     export_free(x); /* kills the worker */
 }
 
-static json_object *export_meta(const WorkspaceRecord *w) {
+static json_object *export_meta(const WorkspaceRecord *w, bool has_cache) {
     json_object *o = json_object_new_object();
     char host[256] = "";
     (void) gethostname(host, sizeof host - 1);
@@ -118,6 +118,10 @@ static json_object *export_meta(const WorkspaceRecord *w) {
                            json_object_new_int64((int64_t) (now_usec(CLOCK_REALTIME) / USEC_PER_SEC)));
     json_object_object_add(o, "exported_from", json_object_new_string(host));
     json_object_object_add(o, "agent_version", json_object_new_string(LAYOUTD_VERSION));
+    /* Said in the archive itself: the cache's derived data is not in it
+     * (its mount point shows as an empty directory), an import gets an
+     * empty cache, and the tools make it again. */
+    json_object_object_add(o, "cache_excluded", json_object_new_boolean(has_cache));
     return o;
 }
 
@@ -135,7 +139,7 @@ int agent_export_handler(void *userdata, ApiCall *call) {
                         "workspace '%s' is not serving (its daemon is %s): export reads through its mount",
                         w->id, a->supervisor ? supervisor_state_to_string(st.state) ?: "unknown" : "not supervised");
 
-    _cleanup_(json_putp) json_object *meta = export_meta(w);
+    _cleanup_(json_putp) json_object *meta = export_meta(w, st.cache_state != SUPERVISOR_CACHE_NONE);
     const char *meta_s = meta ? json_object_to_json_string_ext(meta, JSON_C_TO_STRING_PLAIN) : NULL;
     Export *x = calloc(1, sizeof(*x));
     if (!meta_s || !x || !(x->id = strdup(w->id))) {

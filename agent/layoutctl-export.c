@@ -189,14 +189,16 @@ static int import_tenant(const char *arg, void *userdata) {
 }
 
 /* True when dir has no entries (a fresh workspace's mount). */
-static bool dir_is_empty(const char *dir) {
+/* Whether dir holds nothing but, when given, the mount point `except`
+ * (the new workspace's cache). */
+static bool dir_is_empty(const char *dir, const char *except) {
     DIR *d = opendir(dir);
     if (!d)
         return false;
     struct dirent *de;
     bool empty = true;
     while (empty && (de = readdir(d)))
-        if (!streq(de->d_name, ".") && !streq(de->d_name, ".."))
+        if (!streq(de->d_name, ".") && !streq(de->d_name, "..") && !streq_ptr(de->d_name, except))
             empty = false;
     closedir(d);
     return empty;
@@ -307,7 +309,12 @@ int layoutctl_import(int argc, char **argv, const LayoutctlGlobals *g) {
     }
     const char *mp = jstr(r.json, "mountpoint");
     mountpoint = mp ? strdup(mp) : NULL;
-    if (!mountpoint || !dir_is_empty(mountpoint)) {
+    /* Its cache, if it has one, is mounted there already (and empty: the
+     * archive holds no cache). */
+    json_object *cache = NULL;
+    const char *cache_path = json_object_object_get_ex(r.json, "cache", &cache) && cache ? jstr(cache, "path") : NULL;
+    const char *cache_name = cache_path && strrchr(cache_path, '/') ? strrchr(cache_path, '/') + 1 : NULL;
+    if (!mountpoint || !dir_is_empty(mountpoint, cache_name)) {
         fprintf(stderr, "layoutctl import: the new workspace's mount %s is %s\n", client_safe(0, mp ?: "(none)"),
                 mountpoint ? "not empty" : "unknown");
         ec = LAYOUTCTL_EXIT_FAILURE;

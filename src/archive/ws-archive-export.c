@@ -175,6 +175,9 @@ static int walk_here(Export *x, const char *root) {
      * no trace of the exporting host's paths. */
     if (archive_read_disk_open(x->disk, ".") != ARCHIVE_OK)
         return archive_fail(x, x->disk, "cannot open", root);
+    struct stat rst;
+    if (stat(".", &rst) < 0)
+        return fail(x, -errno, "cannot stat %s: %s", root, strerror(errno));
     for (;;) {
         struct archive_entry *e = archive_entry_new(), *spare = NULL;
         if (!e)
@@ -202,6 +205,13 @@ static int walk_here(Export *x, const char *root) {
                 return fail(x, -ENOMEM, "out of memory");
             }
             archive_entry_set_pathname(e, rel);
+        }
+        /* What is mounted inside the workspace is not the workspace's:
+         * the walk does not cross into it, and its mount point is left
+         * out too (the cache, docs/layout.md: an import makes its own). */
+        if (archive_entry_dev_is_set(e) && archive_entry_dev(e) != rst.st_dev) {
+            archive_entry_free(e);
+            continue;
         }
         /* A name of ours at the top would be taken for the metadata on
          * import: refused rather than shadowed. */

@@ -7,6 +7,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <linux/fs.h>
+#include <libmount.h>
 #include <linux/openat2.h>
 #include <stdio.h>
 #include <string.h>
@@ -199,4 +200,29 @@ int cache_bind_finish(int pidfd, int msgfd, char *msg, size_t msg_len) {
     if (msg_len > 0 && msg[0] == '\0')
         snprintf(msg, msg_len, "the child that mounts the cache exited with status %d", si.si_status);
     return CACHE_BIND_FAILED;
+}
+
+int cache_bind_mounted(char *const *paths, size_t n, bool *found) {
+    for (size_t i = 0; i < n; i++)
+        found[i] = false;
+    if (n == 0)
+        return 0;
+    struct libmnt_table *tb = mnt_new_table_from_file("/proc/self/mountinfo");
+    if (!tb)
+        return errno > 0 ? -errno : -EIO;
+    struct libmnt_iter *it = mnt_new_iter(MNT_ITER_FORWARD);
+    if (!it) {
+        mnt_unref_table(tb);
+        return -ENOMEM;
+    }
+    struct libmnt_fs *fs;
+    while (mnt_table_next_fs(tb, it, &fs) == 0) {
+        const char *target = mnt_fs_get_target(fs);
+        for (size_t i = 0; target && i < n; i++)
+            if (!found[i] && streq(target, paths[i]))
+                found[i] = true;
+    }
+    mnt_free_iter(it);
+    mnt_unref_table(tb);
+    return 0;
 }

@@ -58,3 +58,8 @@ int cache_bind_finish(int pidfd, int msgfd, char *msg, size_t msg_len);
 /* Whether name is one that a cache may be mounted on: a single component,
  * not "." or "..", without '/'. */
 bool cache_bind_name_is_valid(const char *name);
+
+/* Which of the n paths are mount points now, by /proc/self/mountinfo
+ * (found[i]): strings compared, nothing resolved, so a hung FUSE mount
+ * cannot hold the caller. Returns 0, or -errno. */
+int cache_bind_mounted(char *const *paths, size_t n, bool *found);

@@ -767,8 +767,43 @@ static void mountinfo_check(Supervisor *s) {
     fuse_cleanup_mounts_free(m, n);
 }
 
+/* A cache that was unmounted behind the supervisor's back (an operator's
+ * umount, a pod's lazy unmount of a shared copy) is mounted again, so that
+ * "mounted" in the status stays true. Only while some cache is mounted:
+ * one more read of the mount table per change then. */
+static void cache_mounts_check(Supervisor *s) {
+    _cleanup_free_ char **paths = NULL;
+    _cleanup_free_ bool *found = NULL;
+    _cleanup_free_ Workspace **ws = NULL;
+    size_t n = 0;
+    for (size_t i = 0; i < s->n_ws; i++) {
+        Workspace *w = s->ws[i];
+        if (w->state != SUPERVISOR_RUNNING || w->cache_state != SUPERVISOR_CACHE_MOUNTED || w->bind_pid != 0)
+            continue;
+        if (!paths && (!(paths = calloc(s->n_ws, sizeof(char *))) || !(found = calloc(s->n_ws, sizeof(bool))) ||
+                       !(ws = calloc(s->n_ws, sizeof(Workspace *)))))
+            goto out;
+        if (asprintf(&paths[n], "%s/%s", w->mountpoint, w->cache_name) < 0) {
+            paths[n] = NULL;
+            goto out;
+        }
+        ws[n++] = w;
+    }
+    if (n == 0 || cache_bind_mounted(paths, n, found) < 0)
+        goto out;
+    for (size_t i = 0; i < n; i++)
+        if (!found[i]) {
+            ws_log(ws[i], LOG_WARNING, "its cache at %s was unmounted: mounting it again", paths[i]);
+            (void) cache_mount_begin(ws[i]);
+        }
+out:
+    for (size_t i = 0; i < n; i++)
+        free(paths[i]);
+}
+
 static void on_mounts_changed(void *userdata) {
     mountinfo_check(userdata);
+    cache_mounts_check(userdata);
 }
 
 static Workspace *workspace_free(Workspace *w) {

@@ -6,10 +6,11 @@
 # and `layoutctl env`; files land natively (none in the state dir) and hard
 # links work inside it; workspaces do not share it; the mount point cannot
 # be removed or renamed, rm -rf empties it; a daemon killed -9, an agent
-# killed -9 and a cache unmounted behind the agent's back: mounted again,
-# nothing lost; a symlink planted at the mount point: refused, nothing
-# mounted through it, the workspace runs and says why; a destroy removes
-# the cache with the data.
+# killed -9 and a cache unmounted while no agent ran or behind a running
+# one's back: mounted again, nothing lost; a symlink planted at the mount
+# point: refused, nothing mounted through it, the workspace runs and says
+# why; an export leaves the cache out, an import gets an empty one; a
+# destroy removes the cache with the data.
 TEST_NAME=agent-cache
 . "$LAYOUTD_TESTS/lib/common.sh"
 . "$LAYOUTD_TESTS/agent/lib-agent.sh"
@@ -92,14 +93,21 @@ mounted_again() { [ "$(cache_of w1 state)" = mounted ] && findmnt -rn -M "$m1" >
 wait_for 30 mounted_again || fail "the cache was not mounted again on re-adoption"
 assert_eq kept "$(cat "$m1/marker")" "the marker after re-adoption"
 
+log "the cache unmounted behind the running agent's back: mounted again"
+umount "$m1" || fail "test setup: cannot unmount the cache"
+remounted() { grep -q "w1: its cache at $m1 was unmounted: mounting it again" "$AGENT_LOG" && mounted_again; }
+wait_for 30 remounted || fail "the agent did not mount the cache again: $(tail -5 "$AGENT_LOG")"
+assert_eq kept "$(cat "$m1/marker")" "the marker after the cache was mounted again"
+
 log "a symlink at the mount point: nothing mounted through it, the workspace runs and says why"
 victim=$WORK/victim
 mkdir -p "$victim"
-umount "$m1" || fail "test setup: cannot unmount the cache"
-rmdir "$m1" || fail "test setup: cannot remove the bare mount point"
-ln -s "$victim" "$m1" || fail "test setup: cannot plant the symlink"
+# The agent stopped meanwhile, or it mounts the cache again at once.
 pid=$(jget "$(api GET /v1/workspaces/w1)" "d['daemon']['pid']")
+kill -STOP "$AGENT_PID"
+umount "$m1" && rmdir "$m1" && ln -s "$victim" "$m1" || { kill -CONT "$AGENT_PID"; fail "test setup: cannot plant the symlink"; }
 kill -KILL "$pid"
+kill -CONT "$AGENT_PID"
 failed_cache() { running w1 && [ "$(cache_of w1 state)" = failed ]; }
 wait_for 60 failed_cache || fail "w1 did not run with its cache refused (state $(cache_of w1 state))"
 cache_of w1 error | grep -q "symlink" || fail "the error does not name the symlink: $(cache_of w1 error)"
@@ -110,6 +118,21 @@ rm "$m1"
 "$LAYOUTCTL" --socket "$SOCK" restart w1 >/dev/null || fail "layoutctl restart failed"
 wait_for 60 mounted_again || fail "the cache was not mounted again after the link went"
 assert_eq kept "$(cat "$m1/marker")" "the marker after the repair"
+
+log "an export leaves the cache out and says so; an import gets an empty cache"
+echo source >"$WORK/mnt/w1/src.txt"
+"$LAYOUTCTL" --socket "$SOCK" export w1 -o "$WORK/w1.tar.zst" 2>"$WORK/export.err" || fail "export: $(cat "$WORK/export.err")"
+tar --zstd -tf "$WORK/w1.tar.zst" >"$WORK/w1.list" || fail "cannot list the archive"
+grep -q 'layoutd-cache' "$WORK/w1.list" && fail "the archive holds the cache or its mount point: $(grep 'layoutd-cache' "$WORK/w1.list" | head)"
+grep -q 'src.txt' "$WORK/w1.list" || fail "the archive lacks the workspace's file: $(cat "$WORK/w1.list")"
+tar --zstd -xOf "$WORK/w1.tar.zst" .layoutd-export/workspace.json >"$WORK/w1.meta" 2>/dev/null ||
+    tar --zstd -xOf "$WORK/w1.tar.zst" ./.layoutd-export/workspace.json >"$WORK/w1.meta" || fail "no workspace.json"
+assert_eq True "$(jget "$(cat "$WORK/w1.meta")" "d['cache_excluded']")" "workspace.json's cache_excluded"
+"$LAYOUTCTL" --socket "$SOCK" import "$WORK/w1.tar.zst" --id w3 >"$WORK/import.out" 2>&1 || fail "import: $(cat "$WORK/import.out")"
+wait_for 60 running w3 || fail "w3 not running after the import"
+assert_eq mounted "$(cache_of w3 state)" "w3's cache after the import"
+assert_eq 0 "$(find "$WORK/mnt/w3/.layoutd-cache" -mindepth 1 | wc -l)" "w3's cache is empty"
+assert_eq source "$(cat "$WORK/mnt/w3/src.txt")" "w3's file from the archive"
 
 log "a destroy removes the cache with the data"
 src2=$(cache_of w2 source)

@@ -292,7 +292,36 @@ def pnpm_setup():
 # the tenant's first install fills a shared one in real use), so pnpm's
 # links there are answered with clones. Host dirs have no such store: they
 # use pnpm's own store on the host, as in "default".
-PNPM_MODES = [("default", []), ("copy", ["--package-import-method=copy"]), ("instore", []), ("store", [])]
+# "cache" is pnpm's defaults plus only the environment the agent hands out
+# for the workspace's cache (docs/api.md, "The cache": the store and the
+# virtual store inside <mountpoint>/.layoutd-cache, native storage, so
+# node_modules on the mount holds only pnpm's symlinks): the store filled
+# there untimed from the warmed one (cp --reflink=auto: metadata only on
+# XFS), as an operator seeds it; the timed rm -rf removes the virtual store
+# too, the same work as the host's rm of node_modules. Host dirs have no
+# cache: pnpm's defaults, as in "default".
+PNPM_MODES = [("default", []), ("copy", ["--package-import-method=copy"]), ("instore", []), ("store", []),
+              ("cache", [])]
+
+
+def workspace_cache_env(root):
+    """The cache environment the agent hands out for the workspace mounted
+    at root (GET /v1/workspaces, its cache.environment), or None when root
+    is no workspace of the agent at LAYOUTD_WORKLOADS_SOCK."""
+    sock = os.environ.get("LAYOUTD_WORKLOADS_SOCK")
+    if not sock:
+        return None
+    r = subprocess.run(["curl", "-s", "-S", "--max-time", "30", "--unix-socket", sock, "http://layoutd/v1/workspaces"],
+                       stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    if r.returncode != 0:
+        raise TaskError(f"GET /v1/workspaces: {r.stderr.decode(errors='replace').strip()}")
+    for w in json.loads(r.stdout).get("workspaces", []):
+        if w.get("mountpoint") == root:
+            c = w.get("cache")
+            if not c or c.get("state") != "mounted":
+                raise TaskError(f"pnpm install (cache): workspace {w.get('id')} has no mounted cache: {c}")
+            return c["environment"]
+    return None
 
 
 def mount_of(d):
@@ -335,6 +364,16 @@ def real_pnpm_once(d, ph, pnpm, store, proj, mode, extra):
                                                                ignore=shutil.ignore_patterns("node_modules")),
             timed=False)
     own = None
+    env = None
+    vstore = None
+    if mode == "cache":
+        root, fstype = mount_of(d)
+        env = workspace_cache_env(root)
+        if env is None and fstype.startswith("fuse."):
+            raise TaskError(f"pnpm install (cache): {root} is not a workspace of the agent (LAYOUTD_WORKLOADS_SOCK)")
+        if env:
+            own = env["npm_config_store_dir"]
+            vstore = env["npm_config_virtual_store_dir"]
     if mode == "instore":
         own = os.path.join(d, "pnpm-store")
     elif mode == "store":
@@ -348,7 +387,13 @@ def real_pnpm_once(d, ph, pnpm, store, proj, mode, extra):
             # A workspace without its store: the figures would be the
             # default mode's under the store's name.
             raise TaskError(f"pnpm install (store): {root} shows no .layoutd-store (workspace.package_store off?)")
-    if own:
+    if own and mode == "cache":
+        # Clones where the filesystem shares extents (XFS): how an operator
+        # seeds each workspace's store from a tenant's warm one.
+        ph.sh("pnpm_copy_store" + sfx, ["cp", "-a", "--reflink=auto", store, own], timed=False)
+        ph.step("pnpm_sync_store" + sfx, os.sync, timed=False)
+        store = own
+    elif own:
         ph.step("pnpm_copy_store" + sfx, lambda: shutil.copytree(store, own, symlinks=True), timed=False)
         # A warm store was written before, not just now: its pages are on
         # disk (the N copies' writeback must not land in the timed install).
@@ -356,8 +401,10 @@ def real_pnpm_once(d, ph, pnpm, store, proj, mode, extra):
         store = own
     # The N installs start together, after every directory's untimed setup.
     ph.together("pnpm_start" + sfx)
-    ph.sh("pnpm_install" + sfx, [pnpm, "install", "--offline", "--frozen-lockfile"] + extra +
-          ["--store-dir", store, "--reporter=append-only"], cwd=dst, timed=False)
+    # With the cache, the store is named by the environment alone.
+    where = [] if env else ["--store-dir", store]
+    ph.sh("pnpm_install" + sfx, [pnpm, "install", "--offline", "--frozen-lockfile"] + extra + where +
+          ["--reporter=append-only"], cwd=dst, timed=False, env=env)
     with open(os.path.join(dst, "package.json")) as f:
         pj = json.load(f)
     deps = list((pj.get("dependencies") or {}).keys()) + list((pj.get("devDependencies") or {}).keys())
@@ -372,7 +419,13 @@ def real_pnpm_once(d, ph, pnpm, store, proj, mode, extra):
             raise TaskError(f"pnpm install ({mode}): {dep}: {e}")
         if got != dep:
             raise TaskError(f"pnpm install ({mode}): node_modules/{dep}/package.json names {got!r}")
-    ok, msg = ph.step("pnpm_rm_rf" + sfx, lambda: rm_rf(dst), timed=False)
+    if vstore and not os.path.isdir(vstore):
+        raise TaskError(f"pnpm install (cache): no virtual store at {vstore}: pnpm did not take the environment")
+
+    def remove():
+        ok, msg = rm_rf(dst)
+        return rm_rf(vstore) if ok and vstore else (ok, msg)
+    ok, msg = ph.step("pnpm_rm_rf" + sfx, remove, timed=False)
     if not ok:
         raise TaskError(msg)
     if own:

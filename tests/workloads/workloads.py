@@ -241,6 +241,7 @@ workspace:
   mount_root: {self.root}/mnt
   command: {self.command()}
   package_store: true  # used only by pkg-install's pnpm_modes=store
+  cache: true  # used only by pkg-install's pnpm_modes=cache
   restart: never
   ready_timeout: 30s
   stop_timeout: 20s
@@ -253,6 +254,9 @@ api:
     def start(self):
         with open(self.layout, "w") as f:
             f.write(self.layout_yaml())
+        # pkg-install's pnpm_modes=cache asks the agent for the cache's
+        # environment, as an orchestrator would.
+        os.environ["LAYOUTD_WORKLOADS_SOCK"] = self.sock
         self.log = open(os.path.join(self.c.work, "agent.log"), "w")
         self.proc = subprocess.Popen([self.c.layoutd, "--layout", self.layout], stdout=self.log,
                                      stderr=subprocess.STDOUT, start_new_session=True)

@@ -4,7 +4,9 @@
 # workspaces on it, one with a 64 MiB quota. Its usage and the 90 % alert
 # show up; its writer hits the limit while its neighbour on the
 # same volume keeps writing; `layoutctl quota` raises the limit online and
-# the writer goes on. The packaged agent and daemon, the real socket.
+# the writer goes on. The workspace's cache (workspace.cache) is in its
+# project: what is written there counts. The packaged agent and daemon,
+# the real socket.
 # XFS reports a project quota's limit as ENOSPC, not EDQUOT (a project is
 # a directory tree that looks full; xfs_trans_dqresv), and layoutd-wsfs
 # passes it on unchanged: that is what the writer must see.
@@ -44,6 +46,7 @@ workspace:
   command: [/usr/libexec/layoutd/layoutd-wsfs, --state, "{state_dir}", --content, "{content_dirs}", "{mountpoint}"]
   mount_root: $root/mnt
   package_store: true
+  cache: true
 api:
   socket: $sock
   flush_probe_interval: 1s
@@ -78,6 +81,17 @@ grep -q "projid = $proj" lsproj.out || fail "the state directory is not in proje
 [ -d "$root/mnt/wq/.layoutd-store" ] && fail "a workspace with a quota shows a package store"
 [ "$(get /v1/workspaces/wn | jq -r .package_store)" = "$root/mnt/wn/.layoutd-store" ] || fail "the neighbour has no package store"
 [ -d "$root/mnt/wn/.layoutd-store" ] || fail "the neighbour's mount shows no package store"
+
+step "the cache is in the workspace's project, and what is written there counts against its quota"
+[ "$(jq -r .cache.state <<<"$w")" = mounted ] || fail "wq's cache is not mounted: $(jq -c .cache <<<"$w")"
+xfs_io -c 'lsproj' "$root/volumes/state-0/derived/wq" | tee lsproj-cache.out
+grep -q "projid = $proj" lsproj-cache.out || fail "the cache is not in project $proj"
+before=$(get /v1/workspaces/wq | jq -r '.quota.used_bytes // 0')
+dd if=/dev/urandom of="$root/mnt/wq/.layoutd-cache/blob" bs=1M count=16 conv=fsync 2>/dev/null || fail "cannot write into the cache"
+cache_counted() { [ "$(get /v1/workspaces/wq | jq -r '.quota.used_bytes // 0')" -ge $((before + (15 << 20))) ]; }
+wait_for 30 "the cache's 16 MiB in wq's usage" cache_counted
+rm -f "$root/mnt/wq/.layoutd-cache/blob"
+sync -f "$root/mnt/wq/.layoutd-cache"
 
 step "small files (below the daemon's 64 KiB pool threshold: they stay on the state volume) to past 90 %"
 mkdir "$root/mnt/wq/small"
