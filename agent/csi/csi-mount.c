@@ -41,6 +41,15 @@ static int load(struct libmnt_table **ret) {
     return 0;
 }
 
+/* The table, and an iterator over it from its last line. */
+static int load_backward(struct libmnt_table **ret_t, struct libmnt_iter **ret_it) {
+    int r = load(ret_t);
+    if (r < 0)
+        return r;
+    *ret_it = mnt_new_iter(MNT_ITER_BACKWARD);
+    return *ret_it ? 0 : -ENOMEM;
+}
+
 /* path without its trailing slashes ("/" stays "/"). */
 static size_t trimmed_len(const char *path) {
     size_t n = strlen(path);
@@ -65,13 +74,11 @@ int csi_mount_at(const char *path, CsiMount *ret) {
     if (isempty(path) || path[0] != '/' || !ret)
         return -EINVAL;
     _cleanup_(tablep) struct libmnt_table *t = NULL;
-    int r = load(&t);
+    _cleanup_(iterp) struct libmnt_iter *it = NULL;
+    /* Backwards: of stacked mounts the last one is what the path shows. */
+    int r = load_backward(&t, &it);
     if (r < 0)
         return r;
-    /* Backwards: of stacked mounts the last one is what the path shows. */
-    _cleanup_(iterp) struct libmnt_iter *it = mnt_new_iter(MNT_ITER_BACKWARD);
-    if (!it)
-        return -ENOMEM;
     struct libmnt_fs *fs;
     while (mnt_table_next_fs(t, it, &fs) == 0) {
         const char *target = mnt_fs_get_target(fs);
@@ -133,13 +140,11 @@ static void jitter_sleep(void) {
  * or -errno. */
 static int unmount_below(const char *target) {
     _cleanup_(tablep) struct libmnt_table *t = NULL;
+    _cleanup_(iterp) struct libmnt_iter *it = NULL;
     _cleanup_strv_free_ char **list = NULL;
-    int r = load(&t);
+    int r = load_backward(&t, &it);
     if (r < 0)
         return r;
-    _cleanup_(iterp) struct libmnt_iter *it = mnt_new_iter(MNT_ITER_BACKWARD);
-    if (!it)
-        return -ENOMEM;
     struct libmnt_fs *fs;
     while (mnt_table_next_fs(t, it, &fs) == 0) {
         const char *p = mnt_fs_get_target(fs);

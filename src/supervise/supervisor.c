@@ -100,6 +100,7 @@ typedef struct Workspace {
     SupervisorCacheState cache_state;
     char cache_message[512];
     pid_t bind_pid;
+    dev_t bind_dev;                /* the FUSE mount the child works on */
     int bind_pidfd, bind_msgfd;
     sd_event_source *bind_source;
 
@@ -682,8 +683,18 @@ static void cache_child_kill(Workspace *w) {
 
 static int cache_child_handler(sd_event_source *src, int fd, uint32_t revents, void *userdata) {
     Workspace *w = userdata;
-    int r = cache_bind_finish(w->bind_pidfd, w->bind_msgfd, w->cache_message, sizeof w->cache_message);
+    dev_t dev = w->bind_dev;
+    char msg[sizeof w->cache_message];
+    int r = cache_bind_finish(w->bind_pidfd, w->bind_msgfd, msg, sizeof msg);
     cache_child_release(w);
+    if (dev != w->rec.mount_dev) {
+        /* About a mount that is gone (its daemon died while the child
+         * worked): the daemon now starting gets a child of its own. */
+        if (w->state == SUPERVISOR_STARTING && w->pid != 0)
+            mountinfo_check(w->sup);
+        return 0;
+    }
+    memcpy(w->cache_message, msg, sizeof msg);
     if (r == CACHE_BIND_BOUND || r == CACHE_BIND_ALREADY) {
         if (r == CACHE_BIND_BOUND)
             ws_log(w, LOG_NOTICE, "cache %s mounted at %s/%s", w->cache_source, w->mountpoint, w->cache_name);
@@ -720,6 +731,7 @@ static int cache_mount_begin(Workspace *w) {
         .name = w->cache_name,
         .mount_dev = w->rec.mount_dev,
     };
+    w->bind_dev = w->rec.mount_dev;
     int r = cache_bind_start(&spec, &w->bind_pid, &w->bind_pidfd, &w->bind_msgfd);
     if (r >= 0)
         r = sd_event_add_io(w->sup->event, &w->bind_source, w->bind_pidfd, EPOLLIN, cache_child_handler, w);
