@@ -118,9 +118,9 @@ static json_object *export_meta(const WorkspaceRecord *w, bool has_cache) {
                            json_object_new_int64((int64_t) (now_usec(CLOCK_REALTIME) / USEC_PER_SEC)));
     json_object_object_add(o, "exported_from", json_object_new_string(host));
     json_object_object_add(o, "agent_version", json_object_new_string(LAYOUTD_VERSION));
-    /* Said in the archive itself: the cache's derived data is not in it
-     * (its mount point shows as an empty directory), an import gets an
-     * empty cache, and the tools make it again. */
+    /* Said in the archive itself: neither the cache's derived data nor
+     * its mount point is in it, an import gets an empty cache, and the
+     * tools make it again. */
     json_object_object_add(o, "cache_excluded", json_object_new_boolean(has_cache));
     return o;
 }

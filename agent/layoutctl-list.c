@@ -5,6 +5,7 @@
  * API's answer as it is. Every string of the answer is escaped on its way
  * to the terminal (client_safe).
  */
+#include <ctype.h>
 #include <inttypes.h>
 #include <stdio.h>
 #include <time.h>
@@ -400,6 +401,16 @@ int layoutctl_show(int argc, char **argv, const LayoutctlGlobals *g) {
     return ec;
 }
 
+/* [A-Za-z_][A-Za-z0-9_]*: a name `export` takes. */
+static bool env_name_is_valid(const char *k) {
+    if (!k || !(isalpha((unsigned char) k[0]) || k[0] == '_'))
+        return false;
+    for (const char *c = k; *c; c++)
+        if (!(isalnum((unsigned char) *c) || *c == '_'))
+            return false;
+    return true;
+}
+
 /* Prints s in single quotes, for a POSIX shell: ' becomes '\''. */
 static void print_shell_quoted(const char *s) {
     putchar('\'');
@@ -459,6 +470,13 @@ int layoutctl_env(int argc, char **argv, const LayoutctlGlobals *g) {
         if (json_object_object_get_ex(cache, "state", &state) && !streq_ptr(json_object_get_string(state), "mounted"))
             fprintf(stderr, "layoutctl env: workspace '%s': its cache is %s now\n", id, json_object_get_string(state));
         json_object_object_foreach(env, k, v) {
+            /* From the agent, but printed for a shell to run: only names a
+             * shell takes, only string values. */
+            if (!json_object_is_type(v, json_type_string) || !env_name_is_valid(k)) {
+                fprintf(stderr, "layoutctl env: skipping '%s': not a variable name with a string value\n",
+                        client_safe(0, k));
+                continue;
+            }
             printf("export %s=", k);
             print_shell_quoted(json_object_get_string(v));
             putchar('\n');

@@ -255,11 +255,20 @@ int csi_mount_bind(const char *source, dev_t devno, const char *target, unsigned
         r = negative_errno();
         goto fail_unmount;
     }
-    /* A bind takes the flags of its source; the ones asked for are set by
-     * remounting the bind (the kernel ignores them on the first call). */
-    if (flags && mount(NULL, target, NULL, MS_BIND | MS_REMOUNT | flags, NULL) < 0) {
-        r = negative_errno();
-        goto fail_unmount;
+    /* A bind takes the flags of its source; the ones asked for are set on
+     * the whole tree (the cache mount inside too: a read-only volume must
+     * be read-only all through), which a remount would not do. */
+    if (flags) {
+        struct mount_attr attr = {
+            .attr_set = ((flags & MS_RDONLY) ? MOUNT_ATTR_RDONLY : 0) | ((flags & MS_NOSUID) ? MOUNT_ATTR_NOSUID : 0) |
+                        ((flags & MS_NODEV) ? MOUNT_ATTR_NODEV : 0) | ((flags & MS_NOEXEC) ? MOUNT_ATTR_NOEXEC : 0) |
+                        ((flags & MS_NOATIME) ? MOUNT_ATTR_NOATIME : 0),
+            .attr_clr = (flags & MS_NOATIME) ? MOUNT_ATTR__ATIME : 0,
+        };
+        if (mount_setattr(AT_FDCWD, target, AT_RECURSIVE | AT_SYMLINK_NOFOLLOW, &attr, sizeof attr) < 0) {
+            r = negative_errno();
+            goto fail_unmount;
+        }
     }
     r = csi_mount_at(target, &m);
     if (r < 0) {

@@ -192,6 +192,14 @@ static int walk_here(Export *x, const char *root) {
             archive_entry_free(e);
             return r;
         }
+        /* What is mounted inside the workspace is not the workspace's:
+         * neither walked (checked before descending: the cache may hold a
+         * package store's 100,000 files) nor its mount point written (the
+         * cache, docs/layout.md: an import makes its own). */
+        if (archive_entry_dev_is_set(e) && archive_entry_dev(e) != rst.st_dev) {
+            archive_entry_free(e);
+            continue;
+        }
         (void) archive_read_disk_descend(x->disk);
         const char *p = archive_entry_pathname(e);
         if (!p || streq(p, ".")) {
@@ -205,13 +213,6 @@ static int walk_here(Export *x, const char *root) {
                 return fail(x, -ENOMEM, "out of memory");
             }
             archive_entry_set_pathname(e, rel);
-        }
-        /* What is mounted inside the workspace is not the workspace's:
-         * the walk does not cross into it, and its mount point is left
-         * out too (the cache, docs/layout.md: an import makes its own). */
-        if (archive_entry_dev_is_set(e) && archive_entry_dev(e) != rst.st_dev) {
-            archive_entry_free(e);
-            continue;
         }
         /* A name of ours at the top would be taken for the metadata on
          * import: refused rather than shadowed. */

@@ -737,8 +737,11 @@ static void parse_workspace(Parser *p, const LayoutNode *n, Layout *l) {
      * root, never through a path of several that its users could bend. */
     if ((v = lp_map_get(n, "cache_path", NULL)) && lp_get_string(p, v, "cache_path", &w->cache_path) &&
         (strchr(w->cache_path, '/') || streq(w->cache_path, ".") || streq(w->cache_path, "..") ||
-         isempty(w->cache_path) || strlen(w->cache_path) > 255))
-        lp_err(p, v, "cache_path: must be one name inside the workspace (no '/', not '.' or '..'), got '%s'",
+         isempty(w->cache_path) || strlen(w->cache_path) > 255 || streq(w->cache_path, ".layoutd-store") ||
+         streq(w->cache_path, ".layoutd-export")))
+        lp_err(p, v,
+               "cache_path: must be one name inside the workspace (no '/', not '.' or '..', not the package "
+               "store's .layoutd-store or the archives' .layoutd-export), got '%s'",
                w->cache_path);
 }
 

@@ -26,6 +26,7 @@
 #include <sys/stat.h>
 #include <time.h>
 
+#include "place-cache.h"
 #include "place-id.h"
 #include "place-internal.h"
 #include "quota.h"
@@ -668,6 +669,15 @@ int place_workspace_remove(PlaceContext *c, const char *id, unsigned flags, Plac
                                   "deleting %s/workspaces/%s failed: %s%s", mount, id, strerror(-r),
                                   r == -EXDEV ? " (something is mounted inside it; unmount it first)" : "");
         }
+        /* Its cache (place-cache.h) goes with it. */
+        _cleanup_free_ char *derived = NULL;
+        if (asprintf(&derived, "%s/" PLACE_CACHE_DIR, mount) < 0)
+            return -ENOMEM;
+        _cleanup_close_ int dfd = open(derived, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+        if (dfd < 0 && errno != ENOENT)
+            return place_fail(error, -errno, PLACE_REASON_NONE, "opening %s failed: %m", derived);
+        if (dfd >= 0 && (r = place_rmtree_at(dfd, id)) < 0)
+            return place_fail(error, r, PLACE_REASON_NONE, "deleting %s/%s failed: %s", derived, id, strerror(-r));
     }
     /* A workspace whose volume the record lost has no data we can reach;
      * dropping the record is all a destroy can do. */

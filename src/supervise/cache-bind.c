@@ -5,6 +5,8 @@
  * no stdio, no locale (strerrordesc_np reads a static table).
  */
 #include <errno.h>
+#include <stddef.h>
+#include <stdint.h>
 #include <fcntl.h>
 #include <linux/fs.h>
 #include <libmount.h>
@@ -12,6 +14,7 @@
 #include <stdio.h>
 #include <string.h>
 #include <sys/ioctl.h>
+#include <sys/prctl.h>
 #include <sys/mount.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
@@ -87,7 +90,47 @@ static int child_source(const CacheBindSpec *c, const char *parent, int msgfd) {
     return src;
 }
 
-static _Noreturn void child_run(const CacheBindSpec *c, const char *parent, int msgfd) {
+/* Whether the directory open at fd has entries other than . and .. */
+static bool child_dir_has_entries(int fd, int msgfd, const char *name) {
+    union {
+        char buf[4096];
+        struct {
+            uint64_t ino;
+            int64_t off;
+            unsigned short reclen;
+            unsigned char type;
+            char name[];
+        } d;
+    } u;
+    for (;;) {
+        long n = syscall(SYS_getdents64, fd, u.buf, sizeof u.buf);
+        if (n < 0)
+            child_fail(msgfd, errno, "cannot read the cache's mount point", name);
+        if (n == 0)
+            return false;
+        for (long off = 0; off < n;) {
+            const char *e = u.buf + off + offsetof(__typeof__(u.d), name);
+            if (!(e[0] == '.' && (e[1] == '\0' || (e[1] == '.' && e[2] == '\0'))))
+                return true;
+            unsigned short reclen;
+            memcpy(&reclen, u.buf + off + offsetof(__typeof__(u.d), reclen), sizeof reclen);
+            off += reclen;
+        }
+    }
+}
+
+static _Noreturn void child_run(const CacheBindSpec *c, const char *parent, pid_t agent, int msgfd) {
+    /* Nothing of the agent's but the message pipe: not its lock, not its
+     * sockets (there is no exec to close them). And no orphan: it dies
+     * with the agent. */
+    if (msgfd != 3) {
+        if (dup2(msgfd, 3) < 0)
+            _exit(CACHE_BIND_FAILED);
+        msgfd = 3;
+    }
+    (void) syscall(SYS_close_range, 4U, ~0U, 0U);
+    if (prctl(PR_SET_PDEATHSIG, SIGKILL) < 0 || getppid() != agent)
+        _exit(CACHE_BIND_FAILED);
     int src = child_source(c, parent, msgfd);
     struct stat sst, rst, tst;
     if (fstat(src, &sst) < 0)
@@ -107,7 +150,7 @@ static _Noreturn void child_run(const CacheBindSpec *c, const char *parent, int 
     /* Beneath the root, no symlink anywhere: a user who replaced the mount
      * point with a link gets a refusal, never a mount elsewhere. */
     struct open_how how = {
-        .flags = O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC,
+        .flags = O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC,
         .resolve = RESOLVE_BENEATH | RESOLVE_NO_SYMLINKS | RESOLVE_NO_MAGICLINKS,
     };
     int target = (int) syscall(SYS_openat2, root, c->name, &how, sizeof how);
@@ -122,6 +165,14 @@ static _Noreturn void child_run(const CacheBindSpec *c, const char *parent, int 
         _exit(CACHE_BIND_ALREADY);
     if (tst.st_dev != rst.st_dev)
         child_fail(msgfd, EBUSY, "something else is mounted on the cache's mount point", c->name);
+    /* Files written there while no cache was mounted (a tool handed the
+     * path meanwhile) would be hidden under the mount: left in sight,
+     * and said. */
+    if (child_dir_has_entries(target, msgfd, c->name))
+        child_fail(msgfd, 0,
+                   "the cache's mount point holds files written while no cache was mounted; move them away and "
+                   "restart the workspace:",
+                   c->name);
 
     int tree = open_tree(src, "", OPEN_TREE_CLONE | OPEN_TREE_CLOEXEC | AT_EMPTY_PATH);
     if (tree < 0)
@@ -151,6 +202,7 @@ int cache_bind_start(const CacheBindSpec *spec, pid_t *ret_pid, int *ret_pidfd, 
     int p[2];
     if (pipe2(p, O_CLOEXEC | O_NONBLOCK) < 0)
         return negative_errno();
+    pid_t agent = getpid();
     pid_t pid = fork();
     if (pid < 0) {
         int r = negative_errno();
@@ -160,7 +212,7 @@ int cache_bind_start(const CacheBindSpec *spec, pid_t *ret_pid, int *ret_pidfd, 
     }
     if (pid == 0) {
         (void) close(p[0]);
-        child_run(spec, parent, p[1]);
+        child_run(spec, parent, agent, p[1]);
     }
     safe_close(p[1]);
     int pidfd = proc_pidfd_open(pid);

@@ -42,8 +42,11 @@ typedef enum CacheBindOutcome {
 /*
  * Starts the child. *ret_pidfd becomes readable when it exits; then
  * cache_bind_finish() reaps it. *ret_msgfd is where it writes why it
- * failed. All strings are copied before the fork; the child calls nothing
- * but system calls.
+ * failed. What the child needs is made before the fork (it reads spec's
+ * strings from its copy of the memory) and it calls nothing but system
+ * calls; it keeps none of the caller's file descriptors and dies with the
+ * caller. It refuses a mount point that holds files (they would be hidden)
+ * or is not a directory.
  * Returns: 0, or -errno (nothing started).
  */
 int cache_bind_start(const CacheBindSpec *spec, pid_t *ret_pid, int *ret_pidfd, int *ret_msgfd);

@@ -44,6 +44,30 @@
 /* No process and nothing pending: what remove and stop-all wait for. */
 #define IN_SET_STOPPED(st) ((st) == SUPERVISOR_STOPPED || (st) == SUPERVISOR_FAILED || (st) == SUPERVISOR_BLOCKED)
 
+/* A cache mount's configuration (WorkspaceSpec.cache_*); all NULL: none. */
+typedef struct CacheConfig {
+    char *source, *name, *owner_dir;
+} CacheConfig;
+
+static void cache_config_done(CacheConfig *c) {
+    c->source = mfree(c->source);
+    c->name = mfree(c->name);
+    c->owner_dir = mfree(c->owner_dir);
+}
+
+/* dst = a copy of src (dst's old strings freed). Returns 0, -ENOMEM. */
+static int cache_config_copy(CacheConfig *dst, const CacheConfig *src) {
+    CacheConfig c = {};
+    if (src->source && (!(c.source = strdup(src->source)) || !(c.name = strdup(src->name)) ||
+                        !(c.owner_dir = strdup(src->owner_dir)))) {
+        cache_config_done(&c);
+        return -ENOMEM;
+    }
+    cache_config_done(dst);
+    *dst = c;
+    return 0;
+}
+
 typedef struct Workspace {
     Supervisor *sup;
     char *id;
@@ -95,14 +119,17 @@ typedef struct Workspace {
 
     usec_t spawned_at, running_since, since, ready_latency;
 
-    /* The cache mount: what to bind (NULL = none), and the child at work. */
-    char *cache_source, *cache_name, *cache_owner_dir;
+    /* The cache mount: what the next start binds (the layout's, as of the
+     * last configure), what the running daemon's mount got (a reload
+     * changes it at the next start, as it does the daemon's environment),
+     * and the child at work. */
+    CacheConfig cache_next, cache;
     SupervisorCacheState cache_state;
     char cache_message[512];
     pid_t bind_pid;
     dev_t bind_dev;                /* the FUSE mount the child works on */
     int bind_pidfd, bind_msgfd;
-    sd_event_source *bind_source;
+    sd_event_source *bind_source, *bind_timer;
 
     bool removing;
     SupervisorRemovedCallback remove_cb;
@@ -131,6 +158,9 @@ struct Supervisor {
 
 static void workspace_dispatch(Workspace *w, SupervisorEvent ev);
 static void mountinfo_check(Supervisor *s);
+static void cache_child_abandon(Workspace *w);
+static void cache_child_timeout(Workspace *w);
+static void cache_instance_begin(Workspace *w);
 
 /* ---- small helpers ----------------------------------------------------- */
 
@@ -331,6 +361,12 @@ static int timer_handler(sd_event_source *src, uint64_t usec, void *userdata) {
     Workspace *w = userdata;
     switch (w->state) {
     case SUPERVISOR_STARTING:
+        /* The mount is there, its cache is not (yet): the daemon is
+         * ready, the cache given up on. */
+        if (w->bind_pid != 0 && w->rec.mount_dev != 0) {
+            cache_child_timeout(w);
+            break;
+        }
         /* Last look before giving up, in case a mount change was missed. */
         mountinfo_check(w->sup);
         if (w->state != SUPERVISOR_STARTING)
@@ -412,7 +448,9 @@ static void action_cleanup_mount(Workspace *w) {
         w->rec.mount_dev = 0;
         ws_persist(w);
     }
-    /* The detach took the cache's bind with the FUSE mount. */
+    /* The detach took the cache's bind with the FUSE mount, and a child
+     * still at work on that mount has nothing left to do. */
+    cache_child_abandon(w);
     if (w->cache_state == SUPERVISOR_CACHE_MOUNTED)
         w->cache_state = SUPERVISOR_CACHE_PENDING;
 }
@@ -540,8 +578,7 @@ static int action_spawn(Workspace *w) {
     w->rec.boot_id_hash = s->boot_id_hash;
     w->rec.mount_dev = 0;
     w->adopted = false;
-    if (w->cache_source)
-        w->cache_state = SUPERVISOR_CACHE_PENDING;
+    cache_instance_begin(w);
     /* Unknown if the copy fails: then it is read from /proc when asked. */
     w->running_env = strv_free(w->running_env);
     (void) strv_copy((const char *const *) w->env, &w->running_env);
@@ -663,22 +700,63 @@ const char *supervisor_cache_state_to_string(SupervisorCacheState st) {
     return st >= 0 && st < _SUPERVISOR_CACHE_STATE_MAX ? cache_state_table[st] : NULL;
 }
 
-static void cache_child_release(Workspace *w) {
-    w->bind_source = sd_event_source_disable_unref(w->bind_source);
-    w->bind_pidfd = safe_close(w->bind_pidfd);
-    w->bind_msgfd = safe_close(w->bind_msgfd);
-    w->bind_pid = 0;
+/* The daemon starting (or adopted) now gets the cache the layout says. */
+static void cache_instance_begin(Workspace *w) {
+    if (cache_config_copy(&w->cache, &w->cache_next) < 0) {
+        cache_config_done(&w->cache);
+        ws_log(w, LOG_WARNING, "out of memory: no cache for this start");
+    }
+    w->cache_state = w->cache.source ? SUPERVISOR_CACHE_PENDING : SUPERVISOR_CACHE_NONE;
+    w->cache_message[0] = '\0';
 }
 
-/* A child still at work when its workspace goes: killed and reaped (a
- * child blocked in a hung FUSE request dies of SIGKILL too). */
-static void cache_child_kill(Workspace *w) {
+/* Reaps a killed child whenever it dies, without waiting for it here (a
+ * child in an uninterruptible wait on a stuck volume dies only when the
+ * wait ends). The source is the event loop's: it closes the pidfd. */
+static int reap_handler(sd_event_source *src, int fd, uint32_t revents, void *userdata) {
+    siginfo_t si = {};
+    (void) waitid(P_PIDFD, (id_t) fd, &si, WEXITED | WNOHANG);
+    (void) sd_event_source_set_enabled(src, SD_EVENT_OFF);
+    (void) sd_event_source_set_floating(src, false);
+    return 0;
+}
+
+/* The child is of no more use (its mount is gone, it took too long, its
+ * workspace goes): killed, its result dropped, reaped later. */
+static void cache_child_abandon(Workspace *w) {
     if (w->bind_pid == 0)
         return;
     (void) proc_pidfd_signal(w->bind_pidfd, SIGKILL);
-    siginfo_t si;
-    (void) waitid(P_PIDFD, (id_t) w->bind_pidfd, &si, WEXITED);
-    cache_child_release(w);
+    w->bind_source = sd_event_source_disable_unref(w->bind_source);
+    w->bind_timer = sd_event_source_disable_unref(w->bind_timer);
+    w->bind_msgfd = safe_close(w->bind_msgfd);
+    sd_event_source *reaper = NULL;
+    if (sd_event_add_io(w->sup->event, &reaper, w->bind_pidfd, EPOLLIN, reap_handler, NULL) >= 0) {
+        (void) sd_event_source_set_io_fd_own(reaper, true);
+        (void) sd_event_source_set_floating(reaper, true);
+        sd_event_source_unref(reaper);
+    } else
+        safe_close(w->bind_pidfd); /* a zombie until the agent exits */
+    w->bind_pidfd = -EBADF;
+    w->bind_pid = 0;
+}
+
+/* The end of a mount attempt: the state, said; a STARTING daemon that
+ * waited for its cache is ready now, with or without it (a failure is
+ * reported, not a reason to refuse the workspace). */
+static void cache_mount_end(Workspace *w, int outcome) {
+    if (outcome == CACHE_BIND_BOUND || outcome == CACHE_BIND_ALREADY) {
+        if (outcome == CACHE_BIND_BOUND)
+            ws_log(w, LOG_NOTICE, "cache %s mounted at %s/%s", w->cache.source, w->mountpoint, w->cache.name);
+        w->cache_state = SUPERVISOR_CACHE_MOUNTED;
+        w->cache_message[0] = '\0';
+    } else {
+        ws_log(w, LOG_WARNING, "cache not mounted at %s/%s: %s; the workspace runs without it", w->mountpoint,
+               w->cache.name, w->cache_message);
+        w->cache_state = SUPERVISOR_CACHE_FAILED;
+    }
+    if (w->state == SUPERVISOR_STARTING && w->pid != 0 && w->rec.mount_dev != 0)
+        workspace_dispatch(w, SUPERVISOR_EVENT_READY);
 }
 
 static int cache_child_handler(sd_event_source *src, int fd, uint32_t revents, void *userdata) {
@@ -686,57 +764,64 @@ static int cache_child_handler(sd_event_source *src, int fd, uint32_t revents, v
     dev_t dev = w->bind_dev;
     char msg[sizeof w->cache_message];
     int r = cache_bind_finish(w->bind_pidfd, w->bind_msgfd, msg, sizeof msg);
-    cache_child_release(w);
+    w->bind_source = sd_event_source_disable_unref(w->bind_source);
+    w->bind_timer = sd_event_source_disable_unref(w->bind_timer);
+    w->bind_pidfd = safe_close(w->bind_pidfd);
+    w->bind_msgfd = safe_close(w->bind_msgfd);
+    w->bind_pid = 0;
     if (dev != w->rec.mount_dev) {
-        /* About a mount that is gone (its daemon died while the child
-         * worked): the daemon now starting gets a child of its own. */
+        /* About a mount that is gone: a daemon starting now gets a child
+         * of its own. */
         if (w->state == SUPERVISOR_STARTING && w->pid != 0)
             mountinfo_check(w->sup);
         return 0;
     }
     memcpy(w->cache_message, msg, sizeof msg);
-    if (r == CACHE_BIND_BOUND || r == CACHE_BIND_ALREADY) {
-        if (r == CACHE_BIND_BOUND)
-            ws_log(w, LOG_NOTICE, "cache %s mounted at %s/%s", w->cache_source, w->mountpoint, w->cache_name);
-        w->cache_state = SUPERVISOR_CACHE_MOUNTED;
-        w->cache_message[0] = '\0';
-    } else {
-        if (r < 0 && w->cache_message[0] == '\0')
-            snprintf(w->cache_message, sizeof w->cache_message, "cannot reap the child: %s", strerror(-r));
-        ws_log(w, LOG_WARNING, "cache not mounted at %s/%s: %s; the workspace runs without it", w->mountpoint,
-               w->cache_name, w->cache_message);
-        w->cache_state = SUPERVISOR_CACHE_FAILED;
-    }
-    /* The daemon waited for its cache: it is ready now, with or without
-     * it (a failure is reported, not a reason to refuse the workspace).
-     * A daemon that died meanwhile moved on already. */
-    if (w->state == SUPERVISOR_STARTING && w->pid != 0 && w->rec.mount_dev != 0)
-        workspace_dispatch(w, SUPERVISOR_EVENT_READY);
+    if (r < 0 && w->cache_message[0] == '\0')
+        snprintf(w->cache_message, sizeof w->cache_message, "cannot reap the child: %s", strerror(-r));
+    cache_mount_end(w, r < 0 ? CACHE_BIND_FAILED : r);
+    return 0;
+}
+
+/* A child that did not end in ready_timeout (a hung daemon, a stuck
+ * volume): given up, the workspace runs without its cache. */
+static void cache_child_timeout(Workspace *w) {
+    cache_child_abandon(w);
+    snprintf(w->cache_message, sizeof w->cache_message,
+             "not mounted within %" PRIu64 " ms (the daemon or the state volume does not answer)",
+             w->ready_timeout / USEC_PER_MSEC);
+    cache_mount_end(w, CACHE_BIND_FAILED);
+}
+
+static int cache_timer_handler(sd_event_source *src, uint64_t usec, void *userdata) {
+    cache_child_timeout(userdata);
     return 0;
 }
 
 /* Starts the child that mounts the cache on the daemon's mount (or finds
- * it mounted). Returns 1 when a child is at work (its handler follows), 0
- * when there is nothing to do: no cache, or the child could not start
- * (said, and the cache marked failed). */
+ * it mounted). Returns 1 when a child is at work (its handler or its
+ * timeout follows), 0 when there is nothing to do: no cache, or the child
+ * could not start (said, and the cache marked failed). */
 static int cache_mount_begin(Workspace *w) {
-    if (!w->cache_source)
+    if (!w->cache.source)
         return 0;
     if (w->bind_pid != 0)
         return 1;
     CacheBindSpec spec = {
-        .source = w->cache_source,
-        .owner_dir = w->cache_owner_dir,
+        .source = w->cache.source,
+        .owner_dir = w->cache.owner_dir,
         .mountpoint = w->mountpoint,
-        .name = w->cache_name,
+        .name = w->cache.name,
         .mount_dev = w->rec.mount_dev,
     };
     w->bind_dev = w->rec.mount_dev;
     int r = cache_bind_start(&spec, &w->bind_pid, &w->bind_pidfd, &w->bind_msgfd);
     if (r >= 0)
         r = sd_event_add_io(w->sup->event, &w->bind_source, w->bind_pidfd, EPOLLIN, cache_child_handler, w);
+    if (r >= 0)
+        r = arm_timer(w, &w->bind_timer, w->ready_timeout, cache_timer_handler);
     if (r < 0) {
-        cache_child_kill(w);
+        cache_child_abandon(w);
         snprintf(w->cache_message, sizeof w->cache_message, "cannot start the child that mounts it: %s",
                  strerror(-r));
         ws_log(w, LOG_WARNING, "cache not mounted: %s", w->cache_message);
@@ -795,7 +880,7 @@ static void cache_mounts_check(Supervisor *s) {
         if (!paths && (!(paths = calloc(s->n_ws, sizeof(char *))) || !(found = calloc(s->n_ws, sizeof(bool))) ||
                        !(ws = calloc(s->n_ws, sizeof(Workspace *)))))
             goto out;
-        if (asprintf(&paths[n], "%s/%s", w->mountpoint, w->cache_name) < 0) {
+        if (asprintf(&paths[n], "%s/%s", w->mountpoint, w->cache.name) < 0) {
             paths[n] = NULL;
             goto out;
         }
@@ -828,10 +913,9 @@ static Workspace *workspace_free(Workspace *w) {
     w->hang_timer = sd_event_source_disable_unref(w->hang_timer);
     w->log_source = sd_event_source_disable_unref(w->log_source);
     w->log_fd = safe_close(w->log_fd);
-    cache_child_kill(w);
-    free(w->cache_source);
-    free(w->cache_name);
-    free(w->cache_owner_dir);
+    cache_child_abandon(w);
+    cache_config_done(&w->cache_next);
+    cache_config_done(&w->cache);
     free(w->id);
     strv_free(w->argv);
     strv_free(w->env);
@@ -1013,15 +1097,13 @@ static bool spec_is_valid(const WorkspaceSpec *spec) {
  * when any part fails). */
 static int workspace_configure(Workspace *w, const WorkspaceSpec *spec) {
     _cleanup_strv_free_ char **argv = NULL, **env = NULL;
-    _cleanup_free_ char *cache_source = NULL, *cache_name = NULL, *cache_owner_dir = NULL;
+    _cleanup_(cache_config_done) CacheConfig cache = {};
     SpawnCredentials creds = {};
     if (spec->cache_source) {
         if (spec->cache_source[0] != '/' || !cache_bind_name_is_valid(spec->cache_name) || !spec->cache_owner_dir)
             return -EINVAL;
-        cache_source = strdup(spec->cache_source);
-        cache_name = strdup(spec->cache_name);
-        cache_owner_dir = strdup(spec->cache_owner_dir);
-        if (!cache_source || !cache_name || !cache_owner_dir)
+        CacheConfig given = { (char *) spec->cache_source, (char *) spec->cache_name, (char *) spec->cache_owner_dir };
+        if (cache_config_copy(&cache, &given) < 0)
             return -ENOMEM;
     }
     int r = strv_copy((const char *const *) spec->argv, &argv);
@@ -1054,16 +1136,9 @@ static int workspace_configure(Workspace *w, const WorkspaceSpec *spec) {
     w->hang_timeout = spec->hang_timeout;
     w->restart_on_hang = spec->restart_on_hang;
     w->oom_score_adjust = spec->oom_score_adjust;
-    free(w->cache_source);
-    w->cache_source = TAKE_PTR(cache_source);
-    free(w->cache_name);
-    w->cache_name = TAKE_PTR(cache_name);
-    free(w->cache_owner_dir);
-    w->cache_owner_dir = TAKE_PTR(cache_owner_dir);
-    if (!w->cache_source)
-        w->cache_state = SUPERVISOR_CACHE_NONE;
-    else if (w->cache_state == SUPERVISOR_CACHE_NONE)
-        w->cache_state = SUPERVISOR_CACHE_PENDING;
+    cache_config_done(&w->cache_next);
+    w->cache_next = cache;
+    cache = (CacheConfig) {};
     return 0;
 }
 
@@ -1142,6 +1217,7 @@ int supervisor_add(Supervisor *s, const WorkspaceSpec *spec, const DaemonRecord 
         }
         ws_log(w, LOG_NOTICE, "re-adopted daemon pid %d%s", (int) w->pid,
                healthy ? "" : ", but its mount is missing or foreign: restarting it");
+        cache_instance_begin(w);
         ws_persist(w);
         workspace_dispatch(w, SUPERVISOR_EVENT_ADOPTED);
         /* A hung connection is left to the hang watch: one sample of

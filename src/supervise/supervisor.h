@@ -55,9 +55,11 @@ typedef struct WorkspaceSpec {
     bool restart_on_hang;
     int oom_score_adjust;       /* the daemon's /proc/PID/oom_score_adj */
     /* The cache mount (cache-bind.h), NULL = none: cache_source bound at
-     * <mountpoint>/<cache_name> after every start and re-adoption, before
-     * the workspace is RUNNING; cache_owner_dir (the state dir) lends it
-     * owner, mode and project id. */
+     * <mountpoint>/<cache_name> after every start, before the workspace is
+     * RUNNING, and checked (mounted again if missing) on re-adoption while
+     * the daemon serves on; cache_owner_dir (the state dir) lends it owner,
+     * mode and project id. A change takes effect at the next start or
+     * re-adoption. */
     const char *cache_source;
     const char *cache_name;
     const char *cache_owner_dir;
@@ -65,7 +67,8 @@ typedef struct WorkspaceSpec {
 
 typedef enum SupervisorCacheState {
     SUPERVISOR_CACHE_NONE,      /* no cache configured */
-    SUPERVISOR_CACHE_PENDING,   /* not mounted now: no daemon, or being mounted */
+    SUPERVISOR_CACHE_PENDING,   /* not mounted now: no daemon runs, or its
+                                   cache is being mounted */
     SUPERVISOR_CACHE_MOUNTED,
     SUPERVISOR_CACHE_FAILED,    /* the last attempt failed (cache_message);
                                    the workspace runs without it */
@@ -73,6 +76,8 @@ typedef enum SupervisorCacheState {
     _SUPERVISOR_CACHE_STATE_INVALID = -EINVAL,
 } SupervisorCacheState;
 
+/* "none", "pending", "mounted", "failed" (the API's cache.state); NULL
+ * for a value out of range. */
 const char *supervisor_cache_state_to_string(SupervisorCacheState s);
 
 /* Fills the policy fields of *spec (restart, backoff, crash loop, timeouts,

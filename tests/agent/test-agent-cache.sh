@@ -8,8 +8,8 @@
 # be removed or renamed, rm -rf empties it; a daemon killed -9, an agent
 # killed -9 and a cache unmounted while no agent ran or behind a running
 # one's back: mounted again, nothing lost; a symlink planted at the mount
-# point: refused, nothing mounted through it, the workspace runs and says
-# why; an export leaves the cache out, an import gets an empty one; a
+# point, or files in it: refused, nothing mounted through it or over them,
+# the workspace runs and says why; an export leaves the cache out, an import gets an empty one; a
 # destroy removes the cache with the data.
 TEST_NAME=agent-cache
 . "$LAYOUTD_TESTS/lib/common.sh"
@@ -37,7 +37,11 @@ vol1=$(jget "$(api GET /v1/workspaces/w1)" "d['volume']")
 assert_eq "$WORK/root/volumes/$vol1/derived/w1" "$src1" "w1's cache source"
 assert_eq "$m1" "$(findmnt -rn -M "$m1" -o TARGET)" "a mount at $m1"
 # The supervisor logs "cache ... mounted" before the state change to running.
-grep -n "w1: cache $src1 mounted" "$AGENT_LOG" >/dev/null || fail "no log line for w1's cache mount"
+mline=$(grep -n "w1: cache $src1 mounted" "$AGENT_LOG" | head -1 | cut -d: -f1)
+rline=$(grep -n "workspace w1: starting -> running" "$AGENT_LOG" | head -1 | cut -d: -f1)
+[ -n "$mline" ] || fail "no log line for w1's cache mount"
+[ -n "$rline" ] || fail "no log line for w1's state change to running"
+[ "$mline" -lt "$rline" ] || fail "w1 was running (log line $rline) before its cache was mounted (line $mline)"
 [ "$(stat -c %d "$m1")" = "$(stat -c %d "$WORK/root/volumes/$vol1")" ] || fail "the cache is not on the state volume"
 [ "$(stat -c %d "$m1")" != "$(stat -c %d "$WORK/mnt/w1")" ] || fail "the cache is on the FUSE mount"
 
@@ -48,7 +52,8 @@ assert_eq "$m1/cargo-target" "$(jget "$env_json" "d['CARGO_TARGET_DIR']")" "carg
 "$LAYOUTCTL" --socket "$SOCK" env w1 >"$WORK/env.sh" || fail "layoutctl env failed"
 got=$(bash -c ". '$WORK/env.sh' && echo \"\$npm_config_virtual_store_dir|\$XDG_CACHE_HOME\"")
 assert_eq "$m1/pnpm-virtual-store|$m1/xdg" "$got" "the exports, sourced"
-"$LAYOUTCTL" --socket "$SOCK" env nosuch >/dev/null 2>&1 && fail "layoutctl env of a missing workspace succeeded"
+rc=0; "$LAYOUTCTL" --socket "$SOCK" env nosuch >/dev/null 2>&1 || rc=$?
+assert_eq 4 "$rc" "layoutctl env of a missing workspace (exit status)"
 
 log "files land natively; hard links work inside the cache; the state dir holds only the mount point"
 mkdir -p "$m1/tree"
@@ -118,6 +123,19 @@ rm "$m1"
 "$LAYOUTCTL" --socket "$SOCK" restart w1 >/dev/null || fail "layoutctl restart failed"
 wait_for 60 mounted_again || fail "the cache was not mounted again after the link went"
 assert_eq kept "$(cat "$m1/marker")" "the marker after the repair"
+
+log "files in the bare mount point: not hidden under a mount, said"
+pid=$(jget "$(api GET /v1/workspaces/w1)" "d['daemon']['pid']")
+kill -STOP "$AGENT_PID"
+umount "$m1" && echo "written meanwhile" >"$m1/stray" || { kill -CONT "$AGENT_PID"; fail "test setup: cannot write into the bare mount point"; }
+kill -KILL "$pid"
+kill -CONT "$AGENT_PID"
+wait_for 60 failed_cache || fail "w1's cache was mounted over files (state $(cache_of w1 state))"
+cache_of w1 error | grep -q "holds files" || fail "the error does not say why: $(cache_of w1 error)"
+assert_eq "written meanwhile" "$(cat "$m1/stray")" "the stray file, in sight"
+rm "$m1/stray"
+"$LAYOUTCTL" --socket "$SOCK" restart w1 >/dev/null || fail "layoutctl restart failed"
+wait_for 60 mounted_again || fail "the cache was not mounted again once the mount point was empty"
 
 log "an export leaves the cache out and says so; an import gets an empty cache"
 echo source >"$WORK/mnt/w1/src.txt"

@@ -145,6 +145,10 @@ findmnt -rn -o OPTIONS --mountpoint "$TR" | tr , '\n' | grep -qx ro || fail "the
 if ( echo x >"$TR/nope" ) 2>"$WORK/ro.err"; then fail "wrote through a read-only publish"; fi
 grep -q "Read-only file system" "$WORK/ro.err" || fail "a write to the read-only publish failed otherwise: $(cat "$WORK/ro.err")"
 ls "$TR" >/dev/null || fail "the read-only publish cannot be read"
+# Read-only all through: the cache mount inside it too.
+findmnt -rn --mountpoint "$TR/.layoutd-cache" >/dev/null || fail "the read-only publish lacks the cache mount"
+if ( echo x >"$TR/.layoutd-cache/nope" ) 2>"$WORK/ro-cache.err"; then fail "wrote into the cache through a read-only publish"; fi
+grep -q "Read-only file system" "$WORK/ro-cache.err" || fail "a write to the read-only publish's cache failed otherwise: $(cat "$WORK/ro-cache.err")"
 
 # --- no slot left ------------------------------------------------------------
 UID_C=5e1b7c1e-0000-4000-8000-00000000000c

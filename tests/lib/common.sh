@@ -51,13 +51,6 @@ fi
 track_pid() { _tracked_pids+=("$1"); }
 on_cleanup() { _cleanup_hooks+=("$1"); }
 
-# Unmounts everything below $1 (deepest first), detaches loops backed below it.
-# Order matters: the loop devices are listed first, while their backing
-# paths still read as below $1. Their filesystems are unmounted and they are
-# detached before the filesystems that hold the backing files (a tmpfs root,
-# say) are unmounted: otherwise that unmount is busy, falls back to a lazy
-# one, and the loop's backing path then reads as "/images/..." (relative to
-# the detached mount), so no later sweep can tell it was ours.
 # Whether loop device $1 is (still) backed by a file below $2.
 _loop_backed_below() {
     local back
@@ -66,6 +59,13 @@ _loop_backed_below() {
     return 1
 }
 
+# Unmounts everything below $1 (deepest first), detaches loops backed below it.
+# Order matters: the loop devices are listed first, while their backing
+# paths still read as below $1. Their filesystems are unmounted and they are
+# detached before the filesystems that hold the backing files (a tmpfs root,
+# say) are unmounted: otherwise that unmount is busy, falls back to a lazy
+# one, and the loop's backing path then reads as "/images/..." (relative to
+# the detached mount), so no later sweep can tell it was ours.
 cleanup_below() {
     local dir=$1 m l back
     local -a loops=() mounts=()

@@ -374,6 +374,11 @@ def real_pnpm_once(d, ph, pnpm, store, proj, mode, extra):
         if env:
             own = env["npm_config_store_dir"]
             vstore = env["npm_config_virtual_store_dir"]
+            # One directory per workspace: the environment names one store
+            # and one virtual store per cache.
+            if os.path.lexists(own) or os.path.lexists(vstore):
+                raise TaskError(f"pnpm install (cache): {root}'s cache has a store already: one directory per "
+                                "workspace in this mode")
     if mode == "instore":
         own = os.path.join(d, "pnpm-store")
     elif mode == "store":
