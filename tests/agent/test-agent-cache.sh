@@ -152,6 +152,15 @@ assert_eq mounted "$(cache_of w3 state)" "w3's cache after the import"
 assert_eq 0 "$(find "$WORK/mnt/w3/.layoutd-cache" -mindepth 1 | wc -l)" "w3's cache is empty"
 assert_eq source "$(cat "$WORK/mnt/w3/src.txt")" "w3's file from the archive"
 
+log "cache turned off by a reload: the running daemon keeps its cache until its next start"
+sed -i 's/^  cache: true$/  cache: false/' "$L"
+"$LAYOUTCTL" --socket "$SOCK" reload >/dev/null || fail "reload failed"
+assert_eq mounted "$(cache_of w1 state)" "w1's cache after the reload"
+"$LAYOUTCTL" --socket "$SOCK" restart w1 >/dev/null || fail "layoutctl restart failed"
+no_cache() { running w1 && [ "$(jget "$(api GET /v1/workspaces/w1)" "d['cache']")" = None ]; }
+wait_for 60 no_cache || fail "w1 still has a cache after its restart with the cache off"
+findmnt -rn -M "$m1" >/dev/null && fail "a cache mount at $m1 with the cache off"
+
 log "a destroy removes the cache with the data"
 src2=$(cache_of w2 source)
 echo x >"$m2/f"
