@@ -11,6 +11,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "json-util.h"
 #include "agent.h"
 #include "log.h"
 #include "place-workspaces.h"
@@ -18,10 +19,6 @@
 #include "volume-report.h"
 
 #define J_ADD(o, k, v) json_object_object_add((o), (k), (v))
-static json_object *jstr(const char *s) {
-    return s ? json_object_new_string(s) : NULL;
-}
-
 static int h_volumes(void *userdata, ApiCall *call) {
     Agent *a = userdata;
     const Observation *obs = a->engine->observation;
@@ -88,10 +85,10 @@ static int h_delete(void *userdata, ApiCall *call) {
     if (r < 0)
         return r;
     call->reply = json_object_new_object();
-    J_ADD(call->reply, "id", jstr(call->param));
+    J_ADD(call->reply, "id", json_string_or_null(call->param));
     J_ADD(call->reply, "removed", json_object_new_boolean(true));
     J_ADD(call->reply, "data_destroyed", json_object_new_boolean(call->query->destroy_data));
-    J_ADD(call->reply, "state", jstr("stopping"));
+    J_ADD(call->reply, "state", json_string_or_null("stopping"));
     return 1;
 }
 
@@ -102,7 +99,7 @@ static int h_restart(void *userdata, ApiCall *call) {
     if (r < 0)
         return r;
     call->reply = json_object_new_object();
-    J_ADD(call->reply, "id", jstr(call->param));
+    J_ADD(call->reply, "id", json_string_or_null(call->param));
     J_ADD(call->reply, "restarting", json_object_new_boolean(true));
     return 1;
 }
@@ -157,7 +154,7 @@ static int h_shutdown(void *userdata, ApiCall *call) {
     a->shutdown_stop_workspaces = stop;
     call->reply = json_object_new_object();
     J_ADD(call->reply, "stopping", json_object_new_boolean(true));
-    J_ADD(call->reply, "workspaces", jstr(stop ? "stop" : "keep"));
+    J_ADD(call->reply, "workspaces", json_string_or_null(stop ? "stop" : "keep"));
     size_t n = a->supervisor ? supervisor_count(a->supervisor) : 0;
     J_ADD(call->reply, "count", json_object_new_int64((int64_t) n));
     return 0;

@@ -14,6 +14,7 @@
 #include <sys/stat.h>
 #include <systemd/sd-daemon.h>
 
+#include "json-util.h"
 #include "agent.h"
 #include "child.h"
 #include "log.h"
@@ -103,10 +104,6 @@ json_object *agent_problems(Agent *a, VolumeHealth *ret_health) {
     return json_object_new_array();
 }
 
-static json_object *jstr(const char *s) {
-    return s ? json_object_new_string(s) : NULL;
-}
-
 /* The agent's health: a failed volume or workspace makes the host
  * degraded, not failed (the rest serves). */
 static const char *health_word(VolumeHealth h) {
@@ -165,9 +162,9 @@ json_object *agent_status_json(Agent *a) {
     json_object_object_add(o, "pid", json_object_new_int(getpid()));
     json_object_object_add(o, "uptime_sec", json_object_new_int64((int64_t) ((now - a->started_mono) / USEC_PER_SEC)));
     json_object *l = json_object_new_object();
-    json_object_object_add(l, "path", jstr(a->engine->layout_path));
-    json_object_object_add(l, "hash", jstr(a->engine->layout_hash));
-    json_object_object_add(l, "root", jstr(agent_layout(a)->root));
+    json_object_object_add(l, "path", json_string_or_null(a->engine->layout_path));
+    json_object_object_add(l, "hash", json_string_or_null(a->engine->layout_hash));
+    json_object_object_add(l, "root", json_string_or_null(agent_layout(a)->root));
     json_object_object_add(o, "layout", l);
     json_object_object_add(o, "generation", json_object_new_uint64(a->generation));
     json_object_object_add(o, "volumes", status_volumes_json(a));

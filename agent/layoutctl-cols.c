@@ -86,7 +86,7 @@ static char *format_seconds(double s) {
 /* The cell's text (malloc'ed, unescaped) and colour (NULL: none); NULL
  * text: no value. */
 static int cell(const Column *c, json_object *row, const TableOptions *o, char **ret, const char **ret_color) {
-    json_object *v = jget(row, c->key);
+    json_object *v = json_path_get(row, c->key);
     char buf[32], *s = NULL;
     *ret_color = NULL;
     *ret = NULL;

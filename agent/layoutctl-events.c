@@ -54,14 +54,14 @@ static bool on_event(const char *line, void *userdata) {
         json_object *o = json_tokener_parse(line);
         if (!o)
             return true; /* a keep-alive, or not ours */
-        double t = json_object_get_double(jget(o, "time"));
+        double t = json_object_get_double(json_path_get(o, "time"));
         time_t sec = (time_t) t;
         struct tm tm;
         char when[32] = "?";
         if (localtime_r(&sec, &tm))
             strftime(when, sizeof when, "%H:%M:%S", &tm);
-        printf("%s.%03d  #%-5" PRIu64 " %s%-18s%s", when, (int) ((t - (double) sec) * 1000), juint(o, "seq"), C_BOLD,
-               client_safe(0, jstr(o, "type") ?: "?"), C_RESET);
+        printf("%s.%03d  #%-5" PRIu64 " %s%-18s%s", when, (int) ((t - (double) sec) * 1000), json_path_uint(o, "seq"), C_BOLD,
+               client_safe(0, json_path_str(o, "type") ?: "?"), C_RESET);
         json_object_object_foreach(o, k, v) {
             if (STR_IN_SET(k, "seq", "time", "type"))
                 continue;

@@ -291,7 +291,7 @@ int layoutctl_import(int argc, char **argv, const LayoutctlGlobals *g) {
     if (r.status != 404) {
         if (r.status == 200)
             fprintf(stderr, "layoutctl import: workspace %s exists already on this agent%s: give another --id\n",
-                    client_safe(0, id), jbool(r.json, "active") ? "" : " (removed, data kept)");
+                    client_safe(0, id), json_path_bool(r.json, "active") ? "" : " (removed, data kept)");
         else
             (void) client_report_error("import", &o.args, &r);
         ec = LAYOUTCTL_EXIT_FAILURE;
@@ -307,12 +307,12 @@ int layoutctl_import(int argc, char **argv, const LayoutctlGlobals *g) {
         ec = client_report_error("import", &o.args, &r);
         goto out;
     }
-    const char *mp = jstr(r.json, "mountpoint");
+    const char *mp = json_path_str(r.json, "mountpoint");
     mountpoint = mp ? strdup(mp) : NULL;
     /* Its cache, if it has one, is mounted there already (and empty: the
      * archive holds no cache). */
     json_object *cache = NULL;
-    const char *cache_path = json_object_object_get_ex(r.json, "cache", &cache) && cache ? jstr(cache, "path") : NULL;
+    const char *cache_path = json_object_object_get_ex(r.json, "cache", &cache) && cache ? json_path_str(cache, "path") : NULL;
     const char *cache_name = cache_path && strrchr(cache_path, '/') ? strrchr(cache_path, '/') + 1 : NULL;
     if (!mountpoint || !dir_is_empty(mountpoint, cache_name)) {
         fprintf(stderr, "layoutctl import: the new workspace's mount %s is %s\n", client_safe(0, mp ?: "(none)"),

@@ -297,7 +297,7 @@ int client_call(const char *verb, const ClientArgs *a, const char *method, const
         }
         /* A starting agent serves reads, and answers changes with 503
          * not_ready until its volumes are up: a change waits for it. */
-        if (a->changes && r.status == 503 && streq_ptr(jstr(jget(r.json, "error"), "code"), "not_ready")) {
+        if (a->changes && r.status == 503 && streq_ptr(json_path_str(json_path_get(r.json, "error"), "code"), "not_ready")) {
             if (wait_more(deadline, &tries)) {
                 if (!said_starting && !a->quiet)
                     fprintf(stderr, "layoutctl %s: layoutd is starting; waiting up to %" PRIu64 "s for it (--wait)\n",
@@ -316,8 +316,8 @@ int client_call(const char *verb, const ClientArgs *a, const char *method, const
 }
 
 int client_report_error(const char *verb, const ClientArgs *a, const Reply *r) {
-    json_object *e = jget(r->json, "error");
-    const char *code = jstr(e, "code"), *msg = jstr(e, "message");
+    json_object *e = json_path_get(r->json, "error");
+    const char *code = json_path_str(e, "code"), *msg = json_path_str(e, "message");
     if (a->json && r->json)
         client_print_raw(r); /* scripts read the API's error object on stdout */
     if (msg)
@@ -367,17 +367,17 @@ int client_get(const char *verb, const ClientArgs *a, const char *path, Reply *r
 
 /* Prints the steps of op not printed yet (started and ended). */
 static void print_steps(json_object *op, size_t *printed_started, size_t *printed_ended) {
-    json_object *steps = jget(op, "steps");
+    json_object *steps = json_path_get(op, "steps");
     size_t n = steps && json_object_is_type(steps, json_type_array) ? json_object_array_length(steps) : 0;
     for (size_t i = 0; i < n; i++) {
         json_object *s = json_object_array_get_idx(steps, i);
-        const char *state = jstr(s, "state"), *msg = jstr(s, "message");
+        const char *state = json_path_str(s, "state"), *msg = json_path_str(s, "message");
         if (i >= *printed_started) {
-            fprintf(stderr, "  %s ...\n", jstr(s, "description") ?: "?");
+            fprintf(stderr, "  %s ...\n", json_path_str(s, "description") ?: "?");
             *printed_started = i + 1;
         }
         if (i >= *printed_ended && state && !streq(state, "running")) {
-            fprintf(stderr, "  %s: %s%s%s\n", jstr(s, "description") ?: "?", streq(state, "done") ? "done" : "FAILED",
+            fprintf(stderr, "  %s: %s%s%s\n", json_path_str(s, "description") ?: "?", streq(state, "done") ? "done" : "FAILED",
                     msg ? ", " : "", msg ?: "");
             *printed_ended = i + 1;
         } else if (i >= *printed_ended)
@@ -387,15 +387,15 @@ static void print_steps(json_object *op, size_t *printed_started, size_t *printe
 
 /* The final answer an operation gives, as if the request had waited. */
 static int operation_answer(json_object *op, Reply *ret) {
-    json_object *e = jget(op, "error");
+    json_object *e = json_path_get(op, "error");
     Reply r = {};
     if (e && json_object_is_type(e, json_type_object)) {
-        r.status = jint(e, "status") ?: 500;
+        r.status = json_path_int(e, "status") ?: 500;
         r.json = json_object_new_object();
         json_object_object_add(r.json, "error", json_object_get(e));
     } else {
-        r.status = jint(op, "status") ?: 200;
-        json_object *res = jget(op, "result");
+        r.status = json_path_int(op, "status") ?: 200;
+        json_object *res = json_path_get(op, "result");
         r.json = res ? json_object_get(res) : json_object_new_object();
     }
     const char *t = r.json ? json_object_to_json_string_ext(r.json, JSON_C_TO_STRING_PLAIN) : NULL;
@@ -417,8 +417,8 @@ int client_call_operation(const char *verb, const ClientArgs *a, const char *met
         *ret = r;
         return ec;
     }
-    json_object *op = jget(r.json, "operation");
-    const char *id = jstr(op, "id");
+    json_object *op = json_path_get(r.json, "operation");
+    const char *id = json_path_str(op, "id");
     if (!id) {
         *ret = r;
         return 0;
@@ -434,12 +434,12 @@ int client_call_operation(const char *verb, const ClientArgs *a, const char *met
     for (;;) {
         if (!quiet)
             print_steps(cur, &started, &ended);
-        const char *state = jstr(cur, "state");
+        const char *state = json_path_str(cur, "state");
         if (state && !streq(state, "running"))
             break;
         usec_t now = now_usec(CLOCK_MONOTONIC);
         if (now >= deadline) {
-            const char *blocked = jstr(cur, "blocked");
+            const char *blocked = json_path_str(cur, "blocked");
             fprintf(stderr,
                     "layoutctl %s: operation %s is still running after %llu s%s%s%s; it goes on in the agent "
                     "(follow it: curl --unix-socket %s http://localhost/v1/operations/%s?wait=60)\n",
@@ -555,7 +555,7 @@ int client_stream(const char *verb, const ClientArgs *a, const char *path, bool 
 static bool on_ready_line(const char *line, void *userdata) {
     bool *ready = userdata;
     json_object *o = json_tokener_parse(line);
-    *ready = streq_ptr(jstr(o, "type"), "agent.ready");
+    *ready = streq_ptr(json_path_str(o, "type"), "agent.ready");
     json_object_put(o);
     return !*ready;
 }
@@ -609,7 +609,7 @@ int client_wait_ready(const char *verb, const ClientArgs *a, Reply *ret) {
             reply_done(&r);
             return LAYOUTCTL_EXIT_FAILURE;
         }
-        const char *state = jstr(r.json, "state");
+        const char *state = json_path_str(r.json, "state");
         /* An answer without a state is not one to wait on: the verb shows it. */
         if (!a->wait_given || !state || streq(state, "ready")) {
             *ret = r;
@@ -635,7 +635,7 @@ int client_wait_ready(const char *verb, const ClientArgs *a, Reply *ret) {
     }
 }
 
-json_object *jget(json_object *o, const char *path) {
+json_object *json_path_get(json_object *o, const char *path) {
     char key[128];
     while (o && path && *path) {
         size_t n = strcspn(path, ".");
@@ -652,23 +652,23 @@ json_object *jget(json_object *o, const char *path) {
     return o;
 }
 
-const char *jstr(json_object *o, const char *path) {
-    json_object *v = jget(o, path);
+const char *json_path_str(json_object *o, const char *path) {
+    json_object *v = json_path_get(o, path);
     return v ? json_object_get_string(v) : NULL;
 }
 
-int64_t jint(json_object *o, const char *path) {
-    json_object *v = jget(o, path);
+int64_t json_path_int(json_object *o, const char *path) {
+    json_object *v = json_path_get(o, path);
     return v ? json_object_get_int64(v) : 0;
 }
 
-uint64_t juint(json_object *o, const char *path) {
-    json_object *v = jget(o, path);
+uint64_t json_path_uint(json_object *o, const char *path) {
+    json_object *v = json_path_get(o, path);
     return v ? json_object_get_uint64(v) : 0;
 }
 
-bool jbool(json_object *o, const char *path) {
-    json_object *v = jget(o, path);
+bool json_path_bool(json_object *o, const char *path) {
+    json_object *v = json_path_get(o, path);
     return v && json_object_get_boolean(v);
 }
 

@@ -112,11 +112,11 @@ int client_stream(const char *verb, const ClientArgs *a, const char *path, bool 
 int client_wait_ready(const char *verb, const ClientArgs *a, Reply *ret);
 
 /* JSON helpers: a member (dotted path "daemon.state" allowed), NULL-safe. */
-json_object *jget(json_object *o, const char *path);
-const char *jstr(json_object *o, const char *path);
-int64_t jint(json_object *o, const char *path);
-uint64_t juint(json_object *o, const char *path);
-bool jbool(json_object *o, const char *path);
+json_object *json_path_get(json_object *o, const char *path);
+const char *json_path_str(json_object *o, const char *path);
+int64_t json_path_int(json_object *o, const char *path);
+uint64_t json_path_uint(json_object *o, const char *path);
+bool json_path_bool(json_object *o, const char *path);
 
 /* ---- the client verbs' command line ------------------------------------ */
 

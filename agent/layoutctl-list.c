@@ -17,7 +17,7 @@
 /* The agent serves as asked: ready, and nothing worse than a warning
  * (GET /v1/health's rule). */
 static bool status_is_healthy(json_object *j) {
-    return streq_ptr(jstr(j, "state"), "ready") && STR_IN_SET(jstr(j, "health") ?: "", "ok", "warning");
+    return streq_ptr(json_path_str(j, "state"), "ready") && STR_IN_SET(json_path_str(j, "health") ?: "", "ok", "warning");
 }
 
 int layoutctl_status(int argc, char **argv, const LayoutctlGlobals *g) {
@@ -43,45 +43,45 @@ int layoutctl_status(int argc, char **argv, const LayoutctlGlobals *g) {
         reply_done(&r);
         return ec;
     }
-    const char *state = jstr(j, "state"), *health = jstr(j, "health");
-    uint64_t up = juint(j, "uptime_sec");
+    const char *state = json_path_str(j, "state"), *health = json_path_str(j, "health");
+    uint64_t up = json_path_uint(j, "uptime_sec");
     printf("%slayoutd %s%s (pid %" PRId64 "), state %s%s%s, health %s%s%s, up %" PRIu64 "h%02" PRIu64 "m%02" PRIu64
            "s\n",
-           C_BOLD, client_safe(0, jstr(j, "version") ?: "?"), C_RESET, jint(j, "pid"), client_health_color(state) ?: "",
+           C_BOLD, client_safe(0, json_path_str(j, "version") ?: "?"), C_RESET, json_path_int(j, "pid"), client_health_color(state) ?: "",
            client_safe(1, state ?: "?"), C_RESET, client_health_color(health) ?: "", client_safe(2, health ?: "?"),
            C_RESET, up / 3600, up / 60 % 60, up % 60);
-    const char *hash = jstr(j, "layout.hash");
-    printf("Layout:      %s (%.12s, generation %" PRId64 ")\n", client_safe(0, jstr(j, "layout.path") ?: "-"),
-           client_safe(1, hash ?: "-"), jint(j, "generation"));
-    int64_t warning = jint(j, "volumes.warning"), degraded = jint(j, "volumes.degraded") + jint(j, "volumes.failed"),
-            failed = jint(j, "workspaces.failed"), blocked = jint(j, "workspaces.by_state.blocked");
+    const char *hash = json_path_str(j, "layout.hash");
+    printf("Layout:      %s (%.12s, generation %" PRId64 ")\n", client_safe(0, json_path_str(j, "layout.path") ?: "-"),
+           client_safe(1, hash ?: "-"), json_path_int(j, "generation"));
+    int64_t warning = json_path_int(j, "volumes.warning"), degraded = json_path_int(j, "volumes.degraded") + json_path_int(j, "volumes.failed"),
+            failed = json_path_int(j, "workspaces.failed"), blocked = json_path_int(j, "workspaces.by_state.blocked");
     printf("Volumes:     %" PRId64 " total, %" PRId64 " ok, %s%" PRId64 " warning%s, %s%" PRId64 " degraded or failed%s\n",
-           jint(j, "volumes.total"), jint(j, "volumes.ok"), warning ? C_YELLOW : "", warning, warning ? C_RESET : "",
+           json_path_int(j, "volumes.total"), json_path_int(j, "volumes.ok"), warning ? C_YELLOW : "", warning, warning ? C_RESET : "",
            degraded ? C_RED : "", degraded, degraded ? C_RESET : "");
-    printf("Workspaces:  %" PRId64 " total, %" PRId64 " running, %s%" PRId64 " failed%s", jint(j, "workspaces.total"),
-           jint(j, "workspaces.running"), failed ? C_RED : "", failed, failed ? C_RESET : "");
+    printf("Workspaces:  %" PRId64 " total, %" PRId64 " running, %s%" PRId64 " failed%s", json_path_int(j, "workspaces.total"),
+           json_path_int(j, "workspaces.running"), failed ? C_RED : "", failed, failed ? C_RESET : "");
     if (blocked)
         printf(", %s%" PRId64 " blocked%s", C_YELLOW, blocked, C_RESET);
     putchar('\n');
-    json_object *p = jget(j, "problems");
+    json_object *p = json_path_get(j, "problems");
     size_t np = p && json_object_is_type(p, json_type_array) ? json_object_array_length(p) : 0;
     if (np == 0)
         printf("Problems:    none\n");
     for (size_t i = 0; i < np; i++) {
         json_object *x = json_object_array_get_idx(p, i);
-        const char *level = jstr(x, "level");
+        const char *level = json_path_str(x, "level");
         printf("%s %s%s%s%s\n", i == 0 ? "Problems:   " : "            ", client_health_color(level) ?: C_RED,
-               level ? client_safe(0, level) : "", level ? ": " : "", client_safe(1, jstr(x, "message") ?: "?"));
+               level ? client_safe(0, level) : "", level ? ": " : "", client_safe(1, json_path_str(x, "message") ?: "?"));
         fputs(C_RESET, stdout);
     }
-    json_object *gc = jget(j, "gc");
+    json_object *gc = json_path_get(j, "gc");
     if (gc && !json_object_is_type(gc, json_type_null)) {
         char b[32];
-        uint64_t bytes = juint(gc, "reclaimed_bytes");
+        uint64_t bytes = json_path_uint(gc, "reclaimed_bytes");
         printf("Content GC:  %s, %" PRId64 " runs (%" PRId64 " failed), %s reclaimed since start%s%s\n",
-               jbool(gc, "running") ? "running" : "idle", jint(gc, "runs"), jint(gc, "failures"),
-               format_bytes(b, sizeof b, bytes), jstr(gc, "last_error") ? "; last error: " : "",
-               client_safe(0, jstr(gc, "last_error") ?: ""));
+               json_path_bool(gc, "running") ? "running" : "idle", json_path_int(gc, "runs"), json_path_int(gc, "failures"),
+               format_bytes(b, sizeof b, bytes), json_path_str(gc, "last_error") ? "; last error: " : "",
+               client_safe(0, json_path_str(gc, "last_error") ?: ""));
     }
     reply_done(&r);
     return ec;
@@ -190,7 +190,7 @@ static int list_main(const char *verb, const char *path, const char *key, const 
     Reply r = {};
     if ((ec = client_get(verb, &o.args, path, &r)) != 0)
         return ec;
-    json_object *rows = jget(r.json, key);
+    json_object *rows = json_path_get(r.json, key);
     bool plain = o.table.noheadings || o.table.raw || o.table.pairs;
     if (o.args.json && !o.table.json)
         client_print_raw(&r);

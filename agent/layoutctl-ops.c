@@ -22,7 +22,7 @@ static int print_accepted(const char *verb, const ClientOptions *o, const Reply 
         client_print_raw(r);
     else
         printf("Accepted: operation %s (follow it: curl --unix-socket %s http://localhost%s?wait=60)\n",
-               client_safe(0, jstr(r->json, "operation.id") ?: "?"), o->args.socket_path,
+               client_safe(0, json_path_str(r->json, "operation.id") ?: "?"), o->args.socket_path,
                client_safe(1, r->location ?: "/v1/operations"));
     return LAYOUTCTL_EXIT_OK;
 }
@@ -134,10 +134,10 @@ int layoutctl_add(int argc, char **argv, const LayoutctlGlobals *g) {
     if (ec != 0)
         goto out;
     if (finish("add", &o, &r, 201, &ec)) {
-        const char *mp = jstr(r.json, "mountpoint");
+        const char *mp = json_path_str(r.json, "mountpoint");
         printf("Created workspace %s%s%s on %s (flush scope %" PRId64 ")%s%s\n", C_BOLD,
-               client_safe(0, jstr(r.json, "id") ?: id), C_RESET, client_safe(1, jstr(r.json, "volume") ?: "?"),
-               jint(r.json, "flush_scope"), mp ? ", mounted at " : "", mp ? client_safe(2, mp) : "");
+               client_safe(0, json_path_str(r.json, "id") ?: id), C_RESET, client_safe(1, json_path_str(r.json, "volume") ?: "?"),
+               json_path_int(r.json, "flush_scope"), mp ? ", mounted at " : "", mp ? client_safe(2, mp) : "");
     }
     reply_done(&r);
 out:
@@ -207,8 +207,8 @@ int layoutctl_restart(int argc, char **argv, const LayoutctlGlobals *g) {
     if (ec != 0)
         return ec;
     if (finish("restart", &o, &r, 200, &ec)) {
-        if (jget(r.json, "daemon.pid"))
-            printf("Restarted the daemon of workspace %s (pid %" PRId64 ")\n", id, jint(r.json, "daemon.pid"));
+        if (json_path_get(r.json, "daemon.pid"))
+            printf("Restarted the daemon of workspace %s (pid %" PRId64 ")\n", id, json_path_int(r.json, "daemon.pid"));
         else
             printf("Restarted the daemon of workspace %s\n", id);
     }
@@ -272,10 +272,10 @@ int layoutctl_reload(int argc, char **argv, const LayoutctlGlobals *g) {
     if (ec != 0)
         return ec;
     if (finish("reload", &o, &r, 200, &ec)) {
-        json_object *ch = jget(r.json, "changed"), *refused = jget(r.json, "refused");
+        json_object *ch = json_path_get(r.json, "changed"), *refused = json_path_get(r.json, "refused");
         printf("Reloaded the layout: %s (%.12s, generation %" PRId64 ")\n",
                ch && json_object_get_boolean(ch) ? "changed" : "unchanged",
-               client_safe(0, jstr(r.json, "layout_hash") ?: "-"), jint(r.json, "generation"));
+               client_safe(0, json_path_str(r.json, "layout_hash") ?: "-"), json_path_int(r.json, "generation"));
         for (size_t i = 0; refused && i < json_object_array_length(refused); i++)
             printf("  %snot done%s: %s\n", C_YELLOW, C_RESET,
                    client_safe(0, json_object_get_string(json_object_array_get_idx(refused, i))));
@@ -308,8 +308,8 @@ int layoutctl_gc(int argc, char **argv, const LayoutctlGlobals *g) {
     if (finish("gc", &o, &r, 200, &ec)) {
         char b[32];
         printf("%s %" PRIu64 " objects, %s in %.1fs%s\n", dry ? "Would reclaim" : "Reclaimed",
-               juint(r.json, "report.objects_swept"), format_bytes(b, sizeof b, juint(r.json, "report.bytes_freed")),
-               jget(r.json, "duration_seconds") ? json_object_get_double(jget(r.json, "duration_seconds")) : 0.0,
+               json_path_uint(r.json, "report.objects_swept"), format_bytes(b, sizeof b, json_path_uint(r.json, "report.bytes_freed")),
+               json_path_get(r.json, "duration_seconds") ? json_object_get_double(json_path_get(r.json, "duration_seconds")) : 0.0,
                dry ? " (dry run: nothing deleted)" : "");
     }
     reply_done(&r);
@@ -341,9 +341,9 @@ int layoutctl_check(int argc, char **argv, const LayoutctlGlobals *g) {
     if (ec != 0)
         return ec;
     if (finish("check", &o, &r, 200, &ec)) {
-        json_object *missing = jget(r.json, "report.missing");
-        uint64_t stubs = juint(r.json, "report.stubs_missing"), objects = juint(r.json, "report.objects_missing");
-        json_object *okv = jget(r.json, "report.ok");
+        json_object *missing = json_path_get(r.json, "report.missing");
+        uint64_t stubs = json_path_uint(r.json, "report.stubs_missing"), objects = json_path_uint(r.json, "report.objects_missing");
+        json_object *okv = json_path_get(r.json, "report.ok");
         bool complete = okv && json_object_get_boolean(okv);
         for (size_t i = 0; missing && i < json_object_array_length(missing); i++) {
             json_object *m = json_object_array_get_idx(missing, i), *p, *d, *own;
@@ -358,7 +358,7 @@ int layoutctl_check(int argc, char **argv, const LayoutctlGlobals *g) {
         /* Files held twice: whole on their state volume while the pool has
          * their object, a punch still to come (issue 35.3). Not an error:
          * space, not data. */
-        json_object *twice = jget(r.json, "report.twice");
+        json_object *twice = json_path_get(r.json, "report.twice");
         for (size_t i = 0; twice && i < json_object_array_length(twice); i++) {
             json_object *m = json_object_array_get_idx(twice, i), *p, *d, *al;
             json_object_object_get_ex(m, "path", &p);
@@ -369,12 +369,12 @@ int layoutctl_check(int argc, char **argv, const LayoutctlGlobals *g) {
                    al ? json_object_get_string(al) : "?");
         }
         printf("%" PRIu64 " stub(s) checked: %" PRIu64 " without their object (%" PRIu64 " object(s))%s\n",
-               juint(r.json, "report.stubs_checked"), stubs, objects, complete ? "" : "; the check was incomplete");
-        if (juint(r.json, "report.held_twice") > 0)
+               json_path_uint(r.json, "report.stubs_checked"), stubs, objects, complete ? "" : "; the check was incomplete");
+        if (json_path_uint(r.json, "report.held_twice") > 0)
             printf("%" PRIu64 " file(s) hold their whole data beside their object: %" PRIu64
                    " bytes held twice, until their daemon punches them (at their last close, its next batch, or "
                    "its start)\n",
-                   juint(r.json, "report.held_twice"), juint(r.json, "report.held_twice_bytes"));
+                   json_path_uint(r.json, "report.held_twice"), json_path_uint(r.json, "report.held_twice_bytes"));
         if (stubs > 0)
             ec = LAYOUTCTL_EXIT_FAILURE;
         else if (!complete)
@@ -446,7 +446,7 @@ int layoutctl_shutdown(int argc, char **argv, const LayoutctlGlobals *g) {
     Reply r = {};
     if ((ec = client_get("shutdown", &o.args, "/v1/status", &r)) != 0)
         return ec;
-    pid_t pid = (pid_t) jint(r.json, "pid");
+    pid_t pid = (pid_t) json_path_int(r.json, "pid");
     reply_done(&r);
     _cleanup_close_ int pidfd = pid > 0 ? (int) syscall(SYS_pidfd_open, pid, 0) : -EBADF;
 
@@ -460,8 +460,8 @@ int layoutctl_shutdown(int argc, char **argv, const LayoutctlGlobals *g) {
         reply_done(&r);
         return ec;
     }
-    bool stops = streq_ptr(jstr(r.json, "workspaces"), "stop");
-    int64_t n = jint(r.json, "count");
+    bool stops = streq_ptr(json_path_str(r.json, "workspaces"), "stop");
+    int64_t n = json_path_int(r.json, "count");
     if (o.args.json)
         client_print_raw(&r);
     reply_done(&r);

@@ -17,6 +17,7 @@
 
 #include "backend-internal.h"
 #include "identity.h"
+#include "mount.h"
 #include "util.h"
 
 bool backend_plan_refuse_unusable(PlanBuilder *b, const PlanSubject *subj, const VolumeObservation *o) {
@@ -231,19 +232,8 @@ void backend_plan_identity(PlanBuilder *b, const PlanSubject *subj, const Volume
         plan_builder_set(b, &st->mount_path, o->mount_path);
 }
 
-static bool has_option(const char *options, const char *opt) {
-    size_t n = strlen(opt);
-    for (const char *c = options; c && *c;) {
-        const char *e = strchrnul(c, ',');
-        if ((size_t) (e - c) == n && strncmp(c, opt, n) == 0)
-            return true;
-        c = *e ? e + 1 : e;
-    }
-    return false;
-}
-
 void backend_plan_mount_flags(PlanBuilder *b, const PlanSubject *subj, const VolumeObservation *o) {
-    if (!o->mounted_ours || (has_option(o->mount.options, "nosuid") && has_option(o->mount.options, "nodev")))
+    if (!o->mounted_ours || (mount_options_has(o->mount.options, "nosuid") && mount_options_has(o->mount.options, "nodev")))
         return;
     plan_builder_refuse(b, subj, PLAN_STEP_DRIFT, "mount-flags", false,
                         "drift %s: %s is mounted without nosuid,nodev (by an older layoutd, or by hand), so set-id "

@@ -1,15 +1,12 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 #include <errno.h>
 
+#include "json-util.h"
 #include "backend.h"
 #include "util.h"
 #include "volume-report.h"
 
 #define J_ADD(o, k, v) json_object_object_add((o), (k), (v))
-
-static json_object *jstr(const char *s) {
-    return s ? json_object_new_string(s) : NULL;
-}
 
 int volume_report_json(const Layout *l, const VolumeObservation *v, const VolumeRecord *rec, json_object **ret) {
     json_object *o = json_object_new_object();
@@ -20,28 +17,28 @@ int volume_report_json(const Layout *l, const VolumeObservation *v, const Volume
     const ProbeResult *fs = volume_observation_fs_probe(v);
     bool up = volume_observation_is_up(v);
 
-    J_ADD(o, "name", jstr(v->name));
-    J_ADD(o, "role", jstr(pool_role_to_string(v->role)));
-    J_ADD(o, "backend", jstr(backend_to_string(v->backend)));
+    J_ADD(o, "name", json_string_or_null(v->name));
+    J_ADD(o, "role", json_string_or_null(pool_role_to_string(v->role)));
+    J_ADD(o, "backend", json_string_or_null(backend_to_string(v->backend)));
     J_ADD(o, "declared", json_object_new_boolean(v->declared));
-    J_ADD(o, "device", v->attached ? jstr(v->loop.node) : NULL);
+    J_ADD(o, "device", v->attached ? json_string_or_null(v->loop.node) : NULL);
     /* Read back from the kernel (sysfs loop/dio), never from the layout. */
     J_ADD(o, "direct_io", v->attached ? json_object_new_boolean(v->loop.direct_io) : NULL);
     J_ADD(o, "direct_io_requested", v->declared && traits && traits->uses_loop && pool
                                         ? json_object_new_boolean(pool->direct_io)
                                         : NULL);
     J_ADD(o, "logical_block_size", v->attached ? json_object_new_int64(v->loop.logical_block_size) : NULL);
-    J_ADD(o, "fs_type", fs ? jstr(fs->type) : rec ? jstr(rec->fs_type) : NULL);
-    J_ADD(o, "uuid", fs ? jstr(fs->uuid) : rec ? jstr(rec->fs_uuid) : NULL);
-    J_ADD(o, "label", fs ? jstr(fs->label) : NULL);
-    J_ADD(o, "mountpoint", jstr(v->mount_path));
+    J_ADD(o, "fs_type", fs ? json_string_or_null(fs->type) : rec ? json_string_or_null(rec->fs_type) : NULL);
+    J_ADD(o, "uuid", fs ? json_string_or_null(fs->uuid) : rec ? json_string_or_null(rec->fs_uuid) : NULL);
+    J_ADD(o, "label", fs ? json_string_or_null(fs->label) : NULL);
+    J_ADD(o, "mountpoint", json_string_or_null(v->mount_path));
     J_ADD(o, "mounted", json_object_new_boolean(up));
     J_ADD(o, "read_only", v->has_statvfs ? json_object_new_boolean(v->fs_read_only) : NULL);
     /* Writes fail although the mount is rw: the kernel's word for it. */
     J_ADD(o, "fs_state", !up ? NULL
-                         : jstr(v->fs_shutdown ? "shutdown" : v->fs_emergency_ro ? "emergency_ro"
+                         : json_string_or_null(v->fs_shutdown ? "shutdown" : v->fs_emergency_ro ? "emergency_ro"
                                                             : v->fs_read_only ? "read-only" : "ok"));
-    J_ADD(o, "backing_file", jstr(v->backing_path));
+    J_ADD(o, "backing_file", json_string_or_null(v->backing_path));
     if (v->backing_path && v->file_exists) {
         J_ADD(o, "backing_size_bytes", json_object_new_uint64(v->file_size));
         J_ADD(o, "backing_allocated_bytes", json_object_new_uint64(v->file_allocated));

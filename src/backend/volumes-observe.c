@@ -16,6 +16,7 @@
 #include "dev-util.h"
 #include "fs-errors.h"
 #include "identity.h"
+#include "mount.h"
 #include "util.h"
 #include "volumes.h"
 
@@ -91,25 +92,14 @@ static void observe_fs_errors(const VolumeSpec *spec, VolumeObservation *o) {
     }
 }
 
-static bool has_option(const char *options, const char *opt) {
-    size_t n = strlen(opt);
-    for (const char *c = options; c && *c;) {
-        const char *e = strchrnul(c, ',');
-        if ((size_t) (e - c) == n && strncmp(c, opt, n) == 0)
-            return true;
-        c = *e ? e + 1 : e;
-    }
-    return false;
-}
-
 /* A filesystem that stopped taking writes while still mounted rw: ext4
  * shows it in its mount options (emergency_ro, shutdown), XFS answers
  * statvfs with EIO once it has shut down. */
 static void observe_fs_state(VolumeObservation *o) {
     if (!o->mounted)
         return;
-    o->fs_emergency_ro = has_option(o->mount.options, "emergency_ro");
-    o->fs_shutdown = has_option(o->mount.options, "shutdown") || o->statvfs_error == EIO;
+    o->fs_emergency_ro = mount_options_has(o->mount.options, "emergency_ro");
+    o->fs_shutdown = mount_options_has(o->mount.options, "shutdown") || o->statvfs_error == EIO;
 }
 
 static int observe_spec(const Layout *l, const VolumeSpec *spec, VolumeObservation *ret) {

@@ -10,13 +10,10 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "json-util.h"
 #include "capacity.h"
 #include "state.h"
 #include "util.h"
-
-static json_object *jstr(const char *s) {
-    return s ? json_object_new_string(s) : NULL;
-}
 
 typedef struct Problems {
     json_object *list;
@@ -36,10 +33,10 @@ _printf_(6, 7) static int add(Problems *ps, const char *key, const char *name, V
     if (!p)
         return -ENOMEM;
     if (key)
-        json_object_object_add(p, key, jstr(name));
-    json_object_object_add(p, "level", jstr(volume_health_to_string(level)));
-    json_object_object_add(p, "code", jstr(code));
-    json_object_object_add(p, "message", jstr(m));
+        json_object_object_add(p, key, json_string_or_null(name));
+    json_object_object_add(p, "level", json_string_or_null(volume_health_to_string(level)));
+    json_object_object_add(p, "code", json_string_or_null(code));
+    json_object_object_add(p, "message", json_string_or_null(m));
     if (json_object_array_add(ps->list, p) < 0) {
         json_object_put(p);
         return -ENOMEM;

@@ -353,3 +353,14 @@ int mount_unmount(const char *target, bool lazy, char ***ret_holders) {
     }
     return -EBUSY;
 }
+
+bool mount_options_has(const char *options, const char *opt) {
+    size_t n = opt ? strlen(opt) : 0;
+    for (const char *c = options; n && c && *c;) {
+        const char *e = strchrnul(c, ',');
+        if ((size_t) (e - c) == n && strncmp(c, opt, n) == 0)
+            return true;
+        c = *e ? e + 1 : e;
+    }
+    return false;
+}

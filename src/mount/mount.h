@@ -54,3 +54,8 @@ int mount_unmount(const char *target, bool lazy, char ***ret_holders);
 /* Addition: the holders scan alone. Returns: <0 on error, 0 with *ret
  * (a strv, possibly empty). */
 int mount_list_holders(const char *target, char ***ret);
+
+/* Whether the comma-separated option list `options` (a mountinfo or fstab
+ * field; NULL is empty) holds `opt` as a whole item ("nodev" is not in
+ * "nodevice"). */
+bool mount_options_has(const char *options, const char *opt);
