@@ -35,11 +35,13 @@ int place_cache_source(const Layout *l, const char *volume, const char *id, char
 }
 
 /* Each tool's own variable for where its derived data goes, and the
- * directory inside the cache. Only variables that name a place for data
- * a tool makes again on its own: nothing that changes what it builds. */
+ * directory inside the cache; and how pnpm fills it. Only variables that
+ * name a place for data a tool makes again on its own, or how it puts it
+ * there: nothing that changes what it builds. */
 static const struct {
     const char *name;
-    const char *subdir;
+    const char *subdir; /* the variable names <cache>/<subdir>, or */
+    const char *value;  /* it is this value */
 } cache_variables[] = {
     /* pnpm (and npm) read npm_config_* from the environment: the store
      * and the virtual store in one mount, so that pnpm links files from
@@ -47,6 +49,11 @@ static const struct {
      * pnpm's symlinks and metadata. */
     { "npm_config_store_dir", "pnpm-store" },
     { "npm_config_virtual_store_dir", "pnpm-virtual-store" },
+    /* On XFS pnpm's "auto" clones (FICLONE) before it would link: a clone
+     * is a new inode, and an install of clones measured 1.75x the host's
+     * hard-linking one (docs/benchmarks.md, "The cache"). A link is what
+     * pnpm does on the host's ext4 by default, store and all. */
+    { "npm_config_package_import_method", NULL, "hardlink" },
     { "npm_config_cache", "npm" },
     { "CARGO_TARGET_DIR", "cargo-target" },
     { "UV_CACHE_DIR", "uv" },
@@ -61,7 +68,11 @@ int place_cache_environment(const char *cache_path, char ***ret) {
         return -EINVAL;
     for (size_t i = 0; i < ELEMENTSOF(cache_variables); i++) {
         _cleanup_free_ char *kv = NULL;
-        if (asprintf(&kv, "%s=%s/%s", cache_variables[i].name, cache_path, cache_variables[i].subdir) < 0)
+        /* No subdirectory: a value, not a place. */
+        int k = cache_variables[i].subdir
+                        ? asprintf(&kv, "%s=%s/%s", cache_variables[i].name, cache_path, cache_variables[i].subdir)
+                        : asprintf(&kv, "%s=%s", cache_variables[i].name, cache_variables[i].value);
+        if (k < 0)
             return -ENOMEM;
         int r = strv_extend(&env, kv);
         if (r < 0)

@@ -49,6 +49,7 @@ log "the API names the environment, layoutctl env prints it"
 env_json=$(jget "$(api GET /v1/workspaces/w1)" "json.dumps(d['cache']['environment'])")
 assert_eq "$m1/pnpm-store" "$(jget "$env_json" "d['npm_config_store_dir']")" "pnpm's store"
 assert_eq "$m1/cargo-target" "$(jget "$env_json" "d['CARGO_TARGET_DIR']")" "cargo's target dir"
+assert_eq hardlink "$(jget "$env_json" "d['npm_config_package_import_method']")" "pnpm's import method"
 "$LAYOUTCTL" --socket "$SOCK" env w1 >"$WORK/env.sh" || fail "layoutctl env failed"
 got=$(bash -c ". '$WORK/env.sh' && echo \"\$npm_config_virtual_store_dir|\$XDG_CACHE_HOME\"")
 assert_eq "$m1/pnpm-virtual-store|$m1/xdg" "$got" "the exports, sourced"
