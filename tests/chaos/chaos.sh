@@ -24,6 +24,9 @@
 #     sizes that are and are not multiples of 4 KiB;
 #   - files rewritten in place (a stub's copy-up), renamed, deleted;
 #   - in c1, a clone of this repository with commits made on it;
+#   - c3 writes into its cache (workspace.cache: <mount>/.layoutd-cache,
+#     native storage on its state volume, mounted again after every
+#     daemon start): what survives a fault there survives it natively;
 #   - the content pool swept every minute at the shortest grace (1 min).
 # Faults, one per round, drawn from the seed:
 #   agent-kill9, agent-term, agent-int (each followed by a restart, the
@@ -56,7 +59,8 @@
 #   - the agent is alive (it crashed if it is not: the run fails);
 #   - every workspace answers a write and a read-back;
 #   - the record matches the machine: as many loop devices as loop
-#     volumes up, one FUSE mount and one daemon per running workspace.
+#     volumes up, one FUSE mount, one cache mount and one daemon per
+#     running workspace.
 # At the end: the workspaces removed, the agent stopped and teardown
 # --destroy-data run: nothing is left
 # (no mount, loop device or daemon of this run), and no sanitizer report.
@@ -122,6 +126,7 @@ workspace:
   backoff: {initial: 200ms, max: 2s, reset_after: 10s}
   ready_timeout: 30s
   stop_timeout: 10s
+  cache: true
   # The supervisor starts daemons with a clean environment: the ASan
   # build's daemons get their sanitizer options (and report files) here,
   # the leak check included (it found op_opendir's handles left at exit).
@@ -138,11 +143,13 @@ VERIFIED=0 ROUNDS=0
 count_fault() { FAULTS[$1]=$((${FAULTS[$1]:-0} + 1)); }
 
 ws_state() { jget "$(api GET "/v1/workspaces/$1")" "d['daemon']['state']" 2>/dev/null; }
+# Where writer W works: c3 in its cache, the others in their FUSE mounts.
+data_dir() { if [ "$1" = c3 ]; then echo "$WORK/mnt/c3/.layoutd-cache/data"; else echo "$WORK/mnt/$1/data"; fi; }
 all_running() {
     local w
     for w in $WSS; do [ "$(ws_state "$w")" = running ] || return 1; done
     # once set up, a running workspace shows its files (its daemon serves)
-    [ ! -e "$WORK/set-up" ] || { [ -d "$WORK/mnt/c1/data" ] && [ -d "$WORK/mnt/c2/data" ] && [ -d "$WORK/mnt/c3/data" ]; }
+    [ ! -e "$WORK/set-up" ] || { [ -d "$(data_dir c1)" ] && [ -d "$(data_dir c2)" ] && [ -d "$(data_dir c3)" ]; }
 }
 agent_ready() { [ "$(jget "$(api GET /v1/status)" "d['state']" 2>/dev/null)" = ready ]; }
 recover() {
@@ -178,8 +185,9 @@ done
 # succeeded: written, fsynced and renamed; a failed operation (its daemon
 # was down) drops the files it touched, whose state is then unknown.
 writer() {
-    local w=$1 d=$WORK/mnt/$1/data man=$WORK/man.$1 errs=$WORK/errs.$1 n=0 op f g src sha size
+    local w=$1 d man=$WORK/man.$1 errs=$WORK/errs.$1 n=0 op f g src sha size
     RANDOM=$2
+    d=$(data_dir "$w")
     : >"$man"; : >"$errs"
     drop() { grep -v " $1\$" "$man" >"$man.new" || true; mv "$man.new" "$man"; }
     err() { echo "$1: $(tail -1 "$WORK/err.$w" 2>/dev/null)" >>"$errs"; sleep 0.3; }
@@ -261,7 +269,7 @@ verify_files() {
     local w d line sha f got bad=0
     echo 3 >/proc/sys/vm/drop_caches
     for w in $WSS; do
-        d=$WORK/mnt/$w/data
+        d=$(data_dir "$w")
         while read -r sha f; do
             [ -n "$f" ] || continue
             if ! got=$(sha256sum "$d/$f" 2>"$WORK/verify.err") || [ "${got%% *}" != "$sha" ]; then
@@ -279,8 +287,8 @@ verify_files() {
 verify_writable() {
     local w
     for w in $WSS; do
-        echo "probe $ROUNDS" >"$WORK/mnt/$w/data/.probe" && sync "$WORK/mnt/$w/data/.probe" &&
-            [ "$(cat "$WORK/mnt/$w/data/.probe")" = "probe $ROUNDS" ] || fail "after $1: $w does not take a write"
+        echo "probe $ROUNDS" >"$(data_dir "$w")/.probe" && sync "$(data_dir "$w")/.probe" &&
+            [ "$(cat "$(data_dir "$w")/.probe")" = "probe $ROUNDS" ] || fail "after $1: $w does not take a write"
     done
 }
 verify_machine() {
@@ -288,8 +296,12 @@ verify_machine() {
     loops=$(losetup -n -O BACK-FILE | grep -c "^$WORK/root/") || true
     vols=$(jget "$(api GET /v1/volumes)" "len([v for v in d['volumes'] if v['state'] == 'up'])")
     [ "$loops" = "$vols" ] || fail "after $1: $loops loop device(s) for $vols volume(s) up"
-    mounts=$(findmnt -rn -o TARGET | grep -c "^$WORK/mnt/") || true
+    mounts=$(findmnt -rn -o TARGET | grep -c "^$WORK/mnt/[^/]*$") || true
     [ "$mounts" = 3 ] || fail "after $1: $mounts FUSE mount(s) for 3 running workspaces: $(findmnt -rn -o TARGET,FSTYPE | grep "$WORK/mnt")"
+    mounts=$(findmnt -rn -o TARGET | grep -c "^$WORK/mnt/[^/]*/\.layoutd-cache$") || true
+    [ "$mounts" = 3 ] || fail "after $1: $mounts cache mount(s) for 3 running workspaces: $(findmnt -rn -o TARGET,FSTYPE | grep "$WORK/mnt")"
+    [ "$(jget "$(api GET /v1/workspaces)" "' '.join(w['cache']['state'] for w in d['workspaces'] if w['id'] in ('c1', 'c2', 'c3'))")" = "mounted mounted mounted" ] ||
+        fail "after $1: not every cache is mounted: $(api GET /v1/workspaces)"
     daemons=$(pgrep -c -f -- "--state $WORK/root/") || true
     [ "$daemons" = 3 ] || fail "after $1: $daemons daemon(s) for 3 workspaces: $(pgrep -a -f -- "--state $WORK/root/")"
 }
@@ -371,10 +383,10 @@ fault() {
             fi ;;
         fill)
             w=c$((RANDOM % 3 + 1))
-            dd if=/dev/zero of="$WORK/mnt/$w/data/.fill" bs=1M count=220 conv=fsync status=none 2>"$WORK/fill.err" ||
+            dd if=/dev/zero of="$(data_dir "$w")/.fill" bs=1M count=220 conv=fsync status=none 2>"$WORK/fill.err" ||
                 { log "fill $w: $(cat "$WORK/fill.err")"; count_fault fill-enospc; }
             sleep 2
-            rm -f "$WORK/mnt/$w/data/.fill" 2>/dev/null || true ;;
+            rm -f "$(data_dir "$w")/.fill" 2>/dev/null || true ;;
         image-moved)
             # As after a reboot with the image gone: unmounted, detached,
             # moved away. The workspaces on it must be held (never started
@@ -562,7 +574,7 @@ next_kind() {
 start_agent "$L"
 for w in $WSS; do "$LAYOUTCTL" --socket "$SOCK" add "$w" >/dev/null || fail "add $w"; done
 recover setup
-for w in $WSS; do mkdir "$WORK/mnt/$w/data"; done
+for w in $WSS; do mkdir "$(data_dir "$w")"; done
 touch "$WORK/set-up"
 # Durable commits (git's default fsyncs packs only; core.fsync is git
 # 2.36+): the state volume is shut down under it, as by a crash, and fsck

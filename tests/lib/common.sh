@@ -51,12 +51,31 @@ fi
 track_pid() { _tracked_pids+=("$1"); }
 on_cleanup() { _cleanup_hooks+=("$1"); }
 
-# Whether loop device $1 is (still) backed by a file below $2.
+# The loop devices that are ours below $1: backed by a file below it, or
+# by a file on a filesystem that one of those holds (a loop over an image
+# on a loop-mounted root, as the chaos suite makes): the second kind keeps
+# its backing device's number after a lazy unmount, when its path no
+# longer tells.
+_loops_below() {
+    local dir=$1 name majmin backdev back changed=1
+    local -A ours=() devs=()
+    local -a rows=()
+    mapfile -t rows < <(losetup -n -O NAME,MAJ:MIN,BACK-MAJ:MIN,BACK-FILE 2>/dev/null || true)
+    while [ "$changed" = 1 ]; do
+        changed=0
+        for row in "${rows[@]:-}"; do
+            read -r name majmin backdev back <<<"$row"
+            [ -n "$name" ] && [ -z "${ours[$name]:-}" ] || continue
+            case "$back" in "$dir"/*) ;; *) [ -n "${devs[$backdev]:-}" ] || continue ;; esac
+            ours[$name]=1 devs[$majmin]=1 changed=1
+        done
+    done
+    for name in "${!ours[@]}"; do echo "$name"; done
+}
+
+# Whether loop device $1 is (still) one of _loops_below $2.
 _loop_backed_below() {
-    local back
-    back=$(losetup -n -O BACK-FILE "$1" 2>/dev/null) || return 1
-    case "$back" in "$2"/*) return 0 ;; esac
-    return 1
+    _loops_below "$2" | grep -qxF -- "$1"
 }
 
 # Unmounts everything below $1 (deepest first), detaches loops backed below it.
@@ -74,9 +93,7 @@ cleanup_below() {
     for p in "${_tracked_pids[@]:-}"; do
         [ -n "$p" ] && kill -KILL "$p" 2>/dev/null || true
     done
-    while read -r l back; do
-        case "$back" in "$dir"/*) loops+=("$l") ;; esac
-    done < <(losetup -n -O NAME,BACK-FILE 2>/dev/null || true)
+    mapfile -t loops < <(_loops_below "$dir")
     # 1. Filesystems on those loop devices (and on any loop below $dir).
     # Each device is looked at again right before it is touched: under
     # ctest -j, another test may have detached it and attached its own file
@@ -99,9 +116,7 @@ cleanup_below() {
             umount "$m" 2>/dev/null || umount -l "$m" 2>/dev/null || true
         done
     done
-    while read -r l back; do
-        case "$back" in "$dir"/*) losetup -d "$l" 2>/dev/null || true ;; esac
-    done < <(losetup -n -O NAME,BACK-FILE 2>/dev/null || true)
+    for l in $(_loops_below "$dir"); do losetup -d "$l" 2>/dev/null || true; done
 }
 
 _teardown() {
