@@ -247,6 +247,7 @@ typedef enum PlaceReconcileKind {
     PLACE_RECONCILE_CONFLICT,    /* directory on another volume than its record */
     PLACE_RECONCILE_IGNORED,     /* entry in workspaces/ that is not a workspace id */
     PLACE_RECONCILE_UNAVAILABLE, /* volume not scanned: not mounted */
+    PLACE_RECONCILE_STRAY_CACHE, /* derived/<id> of no workspace on that volume: left, said */
     _PLACE_RECONCILE_KIND_MAX,
     _PLACE_RECONCILE_KIND_INVALID = -EINVAL,
 } PlaceReconcileKind;

@@ -12,6 +12,7 @@
 #include <sys/stat.h>
 #include <time.h>
 
+#include "place-cache.h"
 #include "place-id.h"
 #include "place-internal.h"
 #include "util.h"
@@ -23,6 +24,7 @@ static const char *const place_reconcile_kind_table[_PLACE_RECONCILE_KIND_MAX] =
     [PLACE_RECONCILE_CONFLICT] = "conflict",
     [PLACE_RECONCILE_IGNORED] = "ignored",
     [PLACE_RECONCILE_UNAVAILABLE] = "unavailable",
+    [PLACE_RECONCILE_STRAY_CACHE] = "stray-cache",
 };
 
 DEFINE_STRING_TABLE_LOOKUP(place_reconcile_kind, PlaceReconcileKind);
@@ -154,6 +156,50 @@ missing:
     return 0;
 }
 
+/* The caches (place-cache.h) on a volume that belong to no workspace of
+ * it: a destroy that an older agent left half done, a record edited by
+ * hand. Derived data, but still data: said, never deleted here. A cache
+ * beside an adopted directory is that workspace's (scan_volume ran
+ * first). */
+static int scan_caches(PlaceContext *c, const VolumeRecord *v, const char *mount, PlaceReconcileReport *rep) {
+    _cleanup_free_ char *dir = NULL;
+    if (asprintf(&dir, "%s/" PLACE_CACHE_DIR, mount) < 0)
+        return -ENOMEM;
+    int fd = open(dir, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+    if (fd < 0)
+        return errno == ENOENT ? 0 : -errno;
+    DIR *d = fdopendir(fd);
+    if (!d) {
+        int r = -errno;
+        safe_close(fd);
+        return r;
+    }
+    int r = 0;
+    for (;;) {
+        errno = 0;
+        struct dirent *de = readdir(d);
+        if (!de) {
+            r = errno != 0 ? -errno : 0;
+            break;
+        }
+        if (streq(de->d_name, ".") || streq(de->d_name, ".."))
+            continue;
+        const WorkspaceRecord *w = state_record_find_workspace(c->record, de->d_name);
+        if (w && streq_ptr(w->volume, v->name))
+            continue;
+        _cleanup_free_ char *path = NULL;
+        if (asprintf(&path, "%s/%s", dir, de->d_name) < 0) {
+            r = -ENOMEM;
+            break;
+        }
+        r = report_add(rep, PLACE_RECONCILE_STRAY_CACHE, v->name, de->d_name, path);
+        if (r < 0)
+            break;
+    }
+    closedir(d);
+    return r;
+}
+
 int place_reconcile(PlaceContext *c, PlaceReconcileReport *ret) {
     if (!c || !c->layout || !c->record || !ret)
         return -EINVAL;
@@ -181,6 +227,9 @@ int place_reconcile(PlaceContext *c, PlaceReconcileReport *ret) {
             continue;
         }
         r = scan_volume(c, v, mount, &rep);
+        if (r < 0)
+            goto fail;
+        r = scan_caches(c, v, mount, &rep);
         if (r < 0)
             goto fail;
     }

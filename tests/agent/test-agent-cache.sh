@@ -9,6 +9,7 @@
 # killed -9 and a cache unmounted while no agent ran or behind a running
 # one's back: mounted again, nothing lost; a symlink planted at the mount
 # point, or files in it: refused, nothing mounted through it or over them,
+# a cache of no workspace: reported at the start, kept;
 # the workspace runs and says why; an export leaves the cache out, an import gets an empty one; a
 # destroy removes the cache with the data.
 TEST_NAME=agent-cache
@@ -92,8 +93,16 @@ assert_eq 1 "$(findmnt -rn -M "$m1" | wc -l)" "mounts at the cache after the res
 log "the agent killed -9, the cache unmounted meanwhile: re-adoption mounts it again"
 kill -KILL "$AGENT_PID"; wait "$AGENT_PID" 2>/dev/null || true
 umount "$m1" || fail "test setup: cannot unmount the cache"
+# And a cache of no workspace meanwhile (a destroy an older agent left
+# half done): said at the start, never deleted.
+ghost=$WORK/root/volumes/$vol1/derived/ghost
+mkdir "$ghost" && echo derived >"$ghost/f" || fail "test setup: cannot make $ghost"
 start_agent "$L"
 wait_for 60 running w1 || fail "w1 not running after the agent's restart"
+grep -qF "workspace ghost on volume $vol1: stray-cache ($ghost)" "$AGENT_LOG" ||
+    fail "the stray cache was not reported: $(grep -i stray "$AGENT_LOG")"
+assert_eq derived "$(cat "$ghost/f")" "the stray cache's file"
+grep -q "stray-cache" <(grep -v ghost "$AGENT_LOG") && fail "a cache of a workspace reported stray: $(grep stray-cache "$AGENT_LOG")"
 assert_eq True "$(jget "$(api GET /v1/workspaces/w1)" "d['daemon']['adopted']")" "w1 re-adopted"
 mounted_again() { [ "$(cache_of w1 state)" = mounted ] && findmnt -rn -M "$m1" >/dev/null; }
 wait_for 30 mounted_again || fail "the cache was not mounted again on re-adoption"

@@ -17,6 +17,7 @@
 #include <sys/wait.h>
 #include <cmocka.h>
 
+#include "place-cache.h"
 #include "place.h"
 #include "util.h"
 
@@ -398,6 +399,19 @@ static void test_reconcile(void **state) {
     write_marker(wsdir, "README", "not a workspace");
     _cleanup_free_ char *dupe = state_path(f, "state-1", "live");
     assert_int_equal(mkdir_p(dupe, 0755), 0);
+    /* Caches (place-cache.h): live's beside it, on state-0, is its own;
+     * one of live on state-1 and one of no workspace are strays, and an
+     * adopted directory's cache is that workspace's. */
+    _cleanup_free_ char *own_cache = NULL, *other_cache = NULL, *ghost_cache = NULL, *orphan_cache = NULL;
+    assert_true(asprintf(&own_cache, "%s/volumes/state-0/" PLACE_CACHE_DIR "/live", f->root) > 0);
+    assert_true(asprintf(&other_cache, "%s/volumes/state-1/" PLACE_CACHE_DIR "/live", f->root) > 0);
+    assert_true(asprintf(&ghost_cache, "%s/volumes/state-1/" PLACE_CACHE_DIR "/ghost", f->root) > 0);
+    assert_true(asprintf(&orphan_cache, "%s/volumes/state-1/" PLACE_CACHE_DIR "/orphan", f->root) > 0);
+    assert_int_equal(mkdir_p(own_cache, 0755), 0);
+    assert_int_equal(mkdir_p(other_cache, 0755), 0);
+    assert_int_equal(mkdir_p(orphan_cache, 0755), 0);
+    assert_int_equal(mkdir_p(ghost_cache, 0755), 0);
+    write_marker(ghost_cache, "f", "derived");
 
     size_t active_before = active_on(f->record, "state-1");
     assert_int_equal(place_reconcile(&f->ctx, &rep), 0);
@@ -407,7 +421,21 @@ static void test_reconcile(void **state) {
     assert_true(report_has(&rep, PLACE_RECONCILE_IGNORED, "README"));
     assert_true(report_has(&rep, PLACE_RECONCILE_MISSING, "gone"));
     assert_true(report_has(&rep, PLACE_RECONCILE_CONFLICT, "live"));
+    assert_true(report_has(&rep, PLACE_RECONCILE_STRAY_CACHE, "ghost"));
+    assert_true(report_has(&rep, PLACE_RECONCILE_STRAY_CACHE, "live"));
+    assert_false(report_has(&rep, PLACE_RECONCILE_STRAY_CACHE, "orphan"));
+    size_t strays = 0;
+    for (size_t i = 0; i < rep.n_items; i++)
+        if (rep.items[i].kind == PLACE_RECONCILE_STRAY_CACHE) {
+            strays++;
+            assert_string_equal(rep.items[i].volume, "state-1");
+        }
+    assert_int_equal(strays, 2);
     place_reconcile_report_done(&rep);
+    /* Reported, never deleted. */
+    _cleanup_free_ char *ghost_file = NULL;
+    assert_true(asprintf(&ghost_file, "%s/f", ghost_cache) > 0);
+    assert_int_equal(access(ghost_file, F_OK), 0);
 
     WorkspaceRecord *o = place_workspace_get(f->record, "orphan");
     assert_non_null(o);
