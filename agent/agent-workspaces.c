@@ -841,6 +841,21 @@ static WorkspaceRecord *still_creating(Agent *a, const CreateRun *cr) {
     return w && w->creating ? w : NULL;
 }
 
+/* still_creating(), or the create ends here: its operation fails with
+ * "removed" (a DELETE came while a worker had the create) and cr is
+ * freed. Nothing to abandon: the removal owns the record now. */
+static WorkspaceRecord *still_creating_or_end(Agent *a, CreateRun *cr) {
+    WorkspaceRecord *w = still_creating(a, cr);
+    if (!w) {
+        ApiError err = {};
+        api_fail(&err, -ENOENT, API_CODE_REMOVED, "workspace '%s' was removed while it was being created", cr->id);
+        if (cr->op)
+            api_operation_fail(cr->op, &err);
+        create_run_free(cr);
+    }
+    return w;
+}
+
 static void create_started(Agent *a, CreateRun *cr, WorkspaceRecord *w) {
     log_info("workspace %s: placed on volume %s (%s)", w->id, w->volume, w->state_dir);
     json_object *f = json_object_new_object();
@@ -870,15 +885,10 @@ static void create_started(Agent *a, CreateRun *cr, WorkspaceRecord *w) {
 static void on_dir_made(Agent *a, int error, const char *message, ApplyResult *res, json_object *extra,
                         void *userdata) {
     CreateRun *cr = userdata;
-    WorkspaceRecord *w = still_creating(a, cr);
+    WorkspaceRecord *w = still_creating_or_end(a, cr);
     ApiError err = {};
-    if (!w) {
-        api_fail(&err, -ENOENT, API_CODE_REMOVED, "workspace '%s' was removed while it was being created", cr->id);
-        if (cr->op)
-            api_operation_fail(cr->op, &err);
-        create_run_free(cr);
+    if (!w)
         return;
-    }
     if (error < 0) {
         if (error == -EEXIST)
             api_fail(&err, error, API_CODE_EXISTS, "%s", message ?: strerror(-error));
@@ -905,15 +915,10 @@ static void on_dir_made(Agent *a, int error, const char *message, ApplyResult *r
 
 /* After the intent is on disk: the directory, in a worker. */
 static void create_make_dir(Agent *a, CreateRun *cr) {
-    WorkspaceRecord *w = still_creating(a, cr);
+    WorkspaceRecord *w = still_creating_or_end(a, cr);
     ApiError err = {};
-    if (!w) {
-        api_fail(&err, -ENOENT, API_CODE_REMOVED, "workspace '%s' was removed while it was being created", cr->id);
-        if (cr->op)
-            api_operation_fail(cr->op, &err);
-        create_run_free(cr);
+    if (!w)
         return;
-    }
     json_object *args = json_object_new_object();
     json_object_object_add(args, "volume", json_object_new_string(w->volume));
     json_object_object_add(args, "id", json_object_new_string(w->id));

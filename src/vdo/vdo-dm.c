@@ -76,6 +76,29 @@ static bool kernel_has_device_mapper(void) {
     return strstr(misc, " device-mapper\n") != NULL;
 }
 
+/* The start of every call on a named device: the name checked, the
+ * kernel asked (never libdm first: it would try to mknod the control
+ * node), libdm set up. Returns: -EINVAL, -ENXIO (no device-mapper), 0. */
+static int dm_begin(const char *name) {
+    if (!vdo_dm_name_is_valid(name))
+        return -EINVAL;
+    if (!kernel_has_device_mapper())
+        return -ENXIO;
+    dm_setup();
+    return 0;
+}
+
+/* A task of `type` on the device `name` (valid: dm_begin()), or NULL when
+ * out of memory. */
+static struct dm_task *named_task(int type, const char *name) {
+    struct dm_task *t = dm_task_create(type);
+    if (t && !dm_task_set_name(t, name)) {
+        dm_task_destroy(t);
+        return NULL;
+    }
+    return t;
+}
+
 static int find_vdo_target(unsigned ret_version[3]) {
     _cleanup_dm_task_ struct dm_task *t = dm_task_create(DM_DEVICE_LIST_VERSIONS);
     if (!t)
@@ -145,11 +168,9 @@ static int run_with_udev(struct dm_task *t) {
 }
 
 static int get_info(const char *name, struct dm_info *ret) {
-    _cleanup_dm_task_ struct dm_task *t = dm_task_create(DM_DEVICE_INFO);
+    _cleanup_dm_task_ struct dm_task *t = named_task(DM_DEVICE_INFO, name);
     if (!t)
         return -ENOMEM;
-    if (!dm_task_set_name(t, name))
-        return -EINVAL;
     if (!dm_task_run(t))
         return task_errno(t);
     struct dm_info info;
@@ -162,13 +183,11 @@ static int get_info(const char *name, struct dm_info *ret) {
 }
 
 int vdo_dm_get_devno(const char *name, dev_t *ret_devno) {
-    if (!vdo_dm_name_is_valid(name))
-        return -EINVAL;
-    if (!kernel_has_device_mapper())
-        return -ENXIO;
-    dm_setup();
+    int r = dm_begin(name);
+    if (r < 0)
+        return r;
     struct dm_info info;
-    int r = get_info(name, &info);
+    r = get_info(name, &info);
     if (r < 0)
         return r;
     if (ret_devno)
@@ -186,25 +205,22 @@ static int check_node(const char *node, dev_t devno) {
 }
 
 int vdo_dm_create(const char *name, const VdoTable *tbl, char **ret_node, dev_t *ret_devno, char **ret_error) {
-    if (!vdo_dm_name_is_valid(name))
-        return -EINVAL;
     _cleanup_free_ char *params = NULL;
     int r = vdo_table_params(tbl, &params);
     if (r < 0)
         return r;
-    if (!kernel_has_device_mapper())
+    r = dm_begin(name);
+    if (r == -ENXIO)
         return fail(-EOPNOTSUPP, VDO_DM_UNSUPPORTED_MESSAGE, ret_error);
-    dm_setup();
+    if (r < 0)
+        return r;
 
     struct dm_info info;
     if (get_info(name, &info) == 0)
         return fail(-EEXIST, "a device-mapper device of that name exists", ret_error);
 
-    _cleanup_dm_task_ struct dm_task *t = dm_task_create(DM_DEVICE_CREATE);
-    if (!t)
-        return -ENOMEM;
-    if (!dm_task_set_name(t, name) ||
-        !dm_task_add_target(t, 0, vdo_table_logical_sectors(tbl), "vdo", params))
+    _cleanup_dm_task_ struct dm_task *t = named_task(DM_DEVICE_CREATE, name);
+    if (!t || !dm_task_add_target(t, 0, vdo_table_logical_sectors(tbl), "vdo", params))
         return -ENOMEM;
     r = run_with_udev(t);
     if (r < 0)
@@ -235,23 +251,19 @@ int vdo_dm_create(const char *name, const VdoTable *tbl, char **ret_node, dev_t 
 }
 
 int vdo_dm_remove(const char *name, char **ret_error) {
-    if (!vdo_dm_name_is_valid(name))
-        return -EINVAL;
-    if (!kernel_has_device_mapper())
-        return -ENXIO;
-    dm_setup();
+    int r = dm_begin(name);
+    if (r < 0)
+        return r;
     struct dm_info info;
-    int r = get_info(name, &info);
+    r = get_info(name, &info);
     if (r < 0)
         return r;
     if (info.open_count > 0)
         return fail(-EBUSY, "the vdo device is open (mounted?)", ret_error);
 
-    _cleanup_dm_task_ struct dm_task *t = dm_task_create(DM_DEVICE_REMOVE);
+    _cleanup_dm_task_ struct dm_task *t = named_task(DM_DEVICE_REMOVE, name);
     if (!t)
         return -ENOMEM;
-    if (!dm_task_set_name(t, name))
-        return -EINVAL;
     /* A udev probe may hold the device open for a moment after an unmount:
      * libdm retries the remove a bounded number of times. */
     (void) dm_task_retry_remove(t);
@@ -262,16 +274,14 @@ int vdo_dm_remove(const char *name, char **ret_error) {
 }
 
 int vdo_dm_get_status(const char *name, VdoStatus *ret, char **ret_error) {
-    if (!vdo_dm_name_is_valid(name) || !ret)
+    if (!ret)
         return -EINVAL;
-    if (!kernel_has_device_mapper())
-        return -ENXIO;
-    dm_setup();
-    _cleanup_dm_task_ struct dm_task *t = dm_task_create(DM_DEVICE_STATUS);
+    int r = dm_begin(name);
+    if (r < 0)
+        return r;
+    _cleanup_dm_task_ struct dm_task *t = named_task(DM_DEVICE_STATUS, name);
     if (!t)
         return -ENOMEM;
-    if (!dm_task_set_name(t, name))
-        return -EINVAL;
     if (!dm_task_run(t))
         return fail(task_errno(t), "cannot read the vdo status", ret_error);
     struct dm_info info;
@@ -283,22 +293,20 @@ int vdo_dm_get_status(const char *name, VdoStatus *ret, char **ret_error) {
     void *next = dm_get_next_target(t, NULL, &start, &length, &type, &params);
     if (next != NULL || !type || !streq(type, "vdo") || !params)
         return fail(-EMEDIUMTYPE, "not a single vdo target", ret_error);
-    int r = vdo_status_parse(params, ret);
+    r = vdo_status_parse(params, ret);
     if (r < 0)
         return fail(r, "unexpected vdo status line", ret_error);
     return 0;
 }
 
 int vdo_dm_message(const char *name, const char *message, char **ret_reply, char **ret_error) {
-    if (!vdo_dm_name_is_valid(name) || isempty(message))
+    if (isempty(message))
         return -EINVAL;
-    if (!kernel_has_device_mapper())
-        return -ENXIO;
-    dm_setup();
-    _cleanup_dm_task_ struct dm_task *t = dm_task_create(DM_DEVICE_TARGET_MSG);
-    if (!t)
-        return -ENOMEM;
-    if (!dm_task_set_name(t, name) || !dm_task_set_sector(t, 0) || !dm_task_set_message(t, message))
+    int r = dm_begin(name);
+    if (r < 0)
+        return r;
+    _cleanup_dm_task_ struct dm_task *t = named_task(DM_DEVICE_TARGET_MSG, name);
+    if (!t || !dm_task_set_sector(t, 0) || !dm_task_set_message(t, message))
         return -ENOMEM;
     if (!dm_task_run(t))
         return fail(task_errno(t), "vdo target message failed", ret_error);
@@ -327,37 +335,30 @@ int vdo_dm_get_stats(const char *name, VdoStats *ret, char **ret_error) {
 }
 
 int vdo_dm_reload(const char *name, const VdoTable *tbl, char **ret_error) {
-    if (!vdo_dm_name_is_valid(name))
-        return -EINVAL;
     _cleanup_free_ char *params = NULL;
     int r = vdo_table_params(tbl, &params);
     if (r < 0)
         return r;
-    if (!kernel_has_device_mapper())
-        return -ENXIO;
-    dm_setup();
+    r = dm_begin(name);
+    if (r < 0)
+        return r;
 
-    _cleanup_dm_task_ struct dm_task *t = dm_task_create(DM_DEVICE_RELOAD);
-    if (!t)
-        return -ENOMEM;
-    if (!dm_task_set_name(t, name) ||
-        !dm_task_add_target(t, 0, vdo_table_logical_sectors(tbl), "vdo", params))
+    _cleanup_dm_task_ struct dm_task *t = named_task(DM_DEVICE_RELOAD, name);
+    if (!t || !dm_task_add_target(t, 0, vdo_table_logical_sectors(tbl), "vdo", params))
         return -ENOMEM;
     if (!dm_task_run(t))
         return fail(task_errno(t), "cannot load the new vdo table", ret_error);
 
     /* The new table takes effect on resume (dm-vdo suspends and resumes
      * internally around the growth). */
-    _cleanup_dm_task_ struct dm_task *res = dm_task_create(DM_DEVICE_RESUME);
+    _cleanup_dm_task_ struct dm_task *res = named_task(DM_DEVICE_RESUME, name);
     if (!res)
         return -ENOMEM;
-    if (!dm_task_set_name(res, name))
-        return -EINVAL;
     r = run_with_udev(res);
     if (r < 0) {
         /* Drop the inactive table so the next resume does not pick it up. */
-        _cleanup_dm_task_ struct dm_task *clr = dm_task_create(DM_DEVICE_CLEAR);
-        if (clr && dm_task_set_name(clr, name))
+        _cleanup_dm_task_ struct dm_task *clr = named_task(DM_DEVICE_CLEAR, name);
+        if (clr)
             (void) dm_task_run(clr);
         return fail(r, "cannot resume with the new vdo table", ret_error);
     }
