@@ -92,5 +92,5 @@ int csi_workspace_get(CsiCall *c, CsiPlugin *p, const char *volume_id, const cha
  * ends with it). Unknown is success. Returns: <0 with c failed, 0. */
 int csi_workspace_remove(CsiCall *c, CsiPlugin *p, const char *id);
 
-/* ---- the log (agent/log.c) ---- */
+/* ---- the log (src/log/log.c) ---- */
 #include "log.h"

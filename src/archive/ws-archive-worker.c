@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 /*
- * The export worker's body (`layoutd --export-worker`, agent/agent-export.c
+ * The export worker's body (`layoutd --export-worker`, agent/daemon/agent-export.c
  * starts it): a process of its own, so it may block on the workspace's
  * mount as long as it takes.
  */

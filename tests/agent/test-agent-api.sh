@@ -272,7 +272,7 @@ api GET /metrics | has '^layoutd_record_writes_total [1-9]' || fail "no record w
 # agent of this test runs.
 complete_ids() (
     PATH=$LAYOUTD_BUILD_DIR/agent:$PATH
-    . "$LAYOUTD_SOURCE_DIR/agent/layoutctl.bash-completion"
+    . "$LAYOUTD_SOURCE_DIR/agent/ctl/layoutctl.bash-completion"
     COMP_WORDS=("$@"); COMP_CWORD=$((${#COMP_WORDS[@]} - 1)); _layoutctl; echo "${COMPREPLY[*]}"
 )
 want=$(jget "$(api GET /v1/workspaces)" "' '.join(sorted(w['id'] for w in d['workspaces'] if w['id'].startswith('ws-2')))")

@@ -4,7 +4,7 @@
 set -euo pipefail
 src=${LAYOUTD_SOURCE_DIR:?}
 export PATH=${LAYOUTD_BUILD_DIR:?}/agent:$PATH
-. "$src/agent/layoutctl.bash-completion"
+. "$src/agent/ctl/layoutctl.bash-completion"
 fail() { echo "test-layoutctl-completion: FAIL: $*" >&2; exit 1; }
 complete_words() { COMP_WORDS=("$@"); COMP_CWORD=$((${#COMP_WORDS[@]} - 1)); _layoutctl; echo "${COMPREPLY[*]}"; }
 [ "$(complete_words layoutctl s)" = "status show shutdown" ] || fail "verbs for 's': $(complete_words layoutctl s)"

@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
-/* Unit tests for the agent's record writer thread (agent/agent-record-saver.c),
+/* Unit tests for the agent's record writer thread (agent/daemon/agent-record-saver.c),
  * on real files: order, coalescing, durability as seen from the callback,
  * waiting from a callback, failure and retry, cancel, free. */
 #include <setjmp.h>

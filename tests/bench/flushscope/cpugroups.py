@@ -8,7 +8,7 @@ run queue. Per-workspace cgroups with equal weight turn "every thread for
 itself" into "every workspace for itself": a quiet workspace that wakes has
 used little of its share and runs first. On a systemd host the agent puts
 each daemon into its own scope (`workspace.resources.cpu_weight`,
-agent/agent-cgroups.c); whether the agent's tools run in the same
+agent/daemon/agent-cgroups.c); whether the agent's tools run in the same
 workspace's cgroup is up to the harness that starts them. This module makes
 the same shape by hand, so that it can be measured on a host without
 systemd, including this one (cgroup v1 hybrid: the v1 `cpu` controller's
