@@ -3,10 +3,12 @@
  * layoutctl why ID [--tenant T] [--layout FILE] [--root DIR] [--json]
  * Explains where a workspace would be placed now, and why: the placement
  * policy's ranking of every state volume with the reason each was passed
- * over. Read-only: it reads the record without taking the root's lock, so
- * it works next to a running agent (whose next decision it predicts, the
- * policy being deterministic), and asks that agent, when it answers, for
- * the volumes' recent flush costs, which the policy weighs.
+ * over. The running agent answers it (GET /v1/workspaces/ID/placement):
+ * its layout, its observation, the creates and carves in flight, as its
+ * next create would see them. Without an agent, or with --layout or --root
+ * (a question about files, not the agent), it is predicted here from the
+ * layout and the record on disk (read without the root's lock), the
+ * agent's flush figures weighed when one answers.
  */
 #include <getopt.h>
 #include <json-c/json.h>
@@ -16,6 +18,7 @@
 #include "layoutctl.h"
 #include "layoutctl-http.h"
 #include "engine.h"
+#include "place-id.h"
 #include "place-workspaces.h"
 #include "util.h"
 
@@ -25,9 +28,11 @@ static void why_usage(FILE *f) {
             "\n"
             "Shows where workspace ID would be placed now and why: every state volume\n"
             "ranked, or the reason it was passed over (bound, tenant, space, slow flush...).\n"
-            "Changes nothing; no volume is carved. The flush figures come from the\n"
-            "running agent (--socket, else the layout's socket, else the default one);\n"
-            "with --root and no --socket the agent is not asked, and slow-flush is not\n"
+            "Changes nothing; no volume is carved. The running agent answers (--socket,\n"
+            "else the default one), as its next create would decide. Without an agent,\n"
+            "or with --layout or --root, it is predicted from the files on disk (said on\n"
+            "stderr); then the flush figures still come from the agent when one answers\n"
+            "(the layout's socket), and with --root and no --socket slow-flush is not\n"
             "weighed.\n"
             "\n"
             "Exit status: 0 it can be placed, 6 it would be refused (the answer, printed\n"
@@ -61,6 +66,50 @@ static int observe_with_flush(void *userdata, const VolumeRecord *v, const char 
 /* Carving is only decided here, never done. */
 static int no_carve(void *userdata, PoolRole role, unsigned index, char **ret) {
     return -EPERM;
+}
+
+/* The answer, as the agent's JSON or its text; the exit code. */
+static int print_answer(json_object *o, bool json) {
+    json_object *action = NULL, *why = NULL;
+    json_object_object_get_ex(o, "action", &action);
+    json_object_object_get_ex(o, "why", &why);
+    if (json)
+        puts(json_object_to_json_string_ext(o, JSON_C_TO_STRING_PRETTY));
+    else
+        fputs(json_object_get_string(why) ?: "", stdout);
+    /* A refusal is an answer, not a failure: scripts tell them apart. */
+    return streq_ptr(json_object_get_string(action), "refuse") ? LAYOUTCTL_EXIT_REFUSED : LAYOUTCTL_EXIT_OK;
+}
+
+/* Asks the agent. Returns an exit code, or -1 when there is no agent to
+ * answer (nothing listens, or one too old for the route): predict here. */
+static int ask_agent(const LayoutctlGlobals *g, const char *socket_path, const char *id, const char *tenant,
+                     bool json) {
+    ClientArgs ca = {};
+    client_init(&ca, g);
+    if (socket_path)
+        ca.socket_path = socket_path;
+    ca.json = false;
+    ca.quiet = true;
+    _cleanup_free_ char *path = NULL;
+    if (asprintf(&path, "/v1/workspaces/%s/placement%s%s", id, tenant ? "?tenant=" : "", tenant ?: "") < 0)
+        return LAYOUTCTL_EXIT_FAILURE;
+    Reply reply = {};
+    if (client_call("why", &ca, "GET", path, NULL, &reply) != 0)
+        return -1;
+    int ec;
+    json_object *code = NULL, *err = NULL;
+    if (reply.status == 200 && reply.json)
+        ec = print_answer(reply.json, json);
+    else if (reply.status == 404 && reply.json && json_object_object_get_ex(reply.json, "error", &err) &&
+             json_object_object_get_ex(err, "code", &code) && streq_ptr(json_object_get_string(code), "not_found"))
+        ec = -1; /* an agent from before the route */
+    else {
+        ca.json = json;
+        ec = client_report_error("why", &ca, &reply);
+    }
+    reply_done(&reply);
+    return ec;
 }
 
 int layoutctl_why(int argc, char **argv, const LayoutctlGlobals *g) {
@@ -106,11 +155,21 @@ int layoutctl_why(int argc, char **argv, const LayoutctlGlobals *g) {
         return optind >= argc ? layoutctl_usage_error("why", "expected a workspace ID")
                               : layoutctl_usage_error("why", "unexpected argument '%s'", argv[optind + 1]);
     const char *id = argv[optind];
-
-    _cleanup_(engine_freep) Engine *e = NULL;
-    _cleanup_free_ char *error = NULL, *text = NULL;
     if (root && root[0] != '/')
         return layoutctl_usage_error("why", "bad --root %s (it must be absolute)", root);
+    if (!place_workspace_id_is_valid(id))
+        return layoutctl_usage_error("why", "bad workspace ID '%s'", id);
+
+    /* The agent's own answer, unless the question is about files. */
+    if (!layout_path && !root) {
+        r = ask_agent(g, socket_path, id, tenant, json);
+        if (r >= 0)
+            return r;
+        fprintf(stderr, "layoutctl why: no agent answered; predicted from the layout and the record on disk\n");
+    }
+
+    _cleanup_(engine_freep) Engine *e = NULL;
+    _cleanup_free_ char *error = NULL;
     EngineOptions eo = { .layout_path = layout_path, .root = root };
     r = engine_open(&eo, &e, &error);
     if (r < 0) {
@@ -145,41 +204,14 @@ int layoutctl_why(int argc, char **argv, const LayoutctlGlobals *g) {
         ctx.observe = observe_with_flush;
         ctx.observe_userdata = volumes;
     }
-    PlaceCreateRequest req = { .id = id, .tenant = tenant, .reclaim = true };
-    PlaceDecision d = {};
-    PlaceCandidate *cands = NULL;
-    size_t n = 0;
-    PlacePoolConfig cfg;
-    r = place_workspace_explain(&ctx, &req, &d, &cands, &n, &cfg);
+    json_object *answer = NULL;
+    r = place_workspace_why(&ctx, id, tenant, &answer);
+    reply_done(&volumes_reply);
     if (r < 0) {
         fprintf(stderr, "layoutctl: cannot explain a placement for '%s': %s\n", id, strerror(-r));
-        reply_done(&volumes_reply);
         return LAYOUTCTL_EXIT_FAILURE;
     }
-    const WorkspaceRecord *kept = state_record_find_workspace(record, id);
-    PlaceRequest preq = { .id = id, .tenant = tenant, .sticky_volume = kept && !kept->active ? kept->volume : NULL };
-    r = place_decision_format_why(&d, cands, n, &preq, &cfg, &text);
-    if (r >= 0) {
-        if (json) {
-            json_object *o = json_object_new_object();
-            json_object_object_add(o, "id", json_object_new_string(id));
-            json_object_object_add(o, "action", json_object_new_string(place_action_to_string(d.action)));
-            json_object_object_add(o, "reason", json_object_new_string(place_reason_to_string(d.reason)));
-            if (d.action == PLACE_ACTION_USE)
-                json_object_object_add(o, "volume", json_object_new_string(cands[d.candidate].name));
-            else if (d.action == PLACE_ACTION_CARVE)
-                json_object_object_add(o, "carve_index", json_object_new_int((int) d.carve_index));
-            json_object_object_add(o, "explanation", json_object_new_string(d.explanation ? d.explanation : ""));
-            json_object_object_add(o, "why", json_object_new_string(text));
-            puts(json_object_to_json_string_ext(o, JSON_C_TO_STRING_PRETTY));
-            json_object_put(o);
-        } else
-            fputs(text, stdout);
-    }
-    /* A refusal is an answer, not a failure: scripts tell them apart. */
-    int exit_code = d.action == PLACE_ACTION_REFUSE ? LAYOUTCTL_EXIT_REFUSED : LAYOUTCTL_EXIT_OK;
-    free(cands);
-    place_decision_done(&d);
-    reply_done(&volumes_reply);
-    return r < 0 ? LAYOUTCTL_EXIT_FAILURE : exit_code;
+    int exit_code = print_answer(answer, json);
+    json_object_put(answer);
+    return exit_code;
 }

@@ -67,6 +67,11 @@ static int h_workspace(void *userdata, ApiCall *call) {
     return 0;
 }
 
+static int h_placement(void *userdata, ApiCall *call) {
+    const char *tenant = call->query && call->query->tenant[0] ? call->query->tenant : NULL;
+    return agent_workspace_placement(userdata, call->param, tenant, &call->reply);
+}
+
 static int h_create(void *userdata, ApiCall *call) {
     Agent *a = userdata;
     int r = agent_workspace_create(a, call->workspace, call->query && call->query->queue, call->operation,
@@ -194,6 +199,7 @@ const ApiOps agent_api_ops = {
         [API_ROUTE_CHECK] = h_check,
         [API_ROUTE_SHUTDOWN] = h_shutdown,
         [API_ROUTE_WORKSPACE_EXPORT] = agent_export_handler,
+        [API_ROUTE_WORKSPACE_PLACEMENT] = h_placement,
     },
     .metrics = op_metrics,
 };

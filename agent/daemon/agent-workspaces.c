@@ -215,6 +215,19 @@ void agent_place_context(Agent *a, PlaceContext *ret) {
     }
 }
 
+/* Decided, never done: an explanation carves nothing. */
+static int no_carve(void *userdata, PoolRole role, unsigned index, char **ret) {
+    return -EPERM;
+}
+
+int agent_workspace_placement(Agent *a, const char *id, const char *tenant, json_object **ret) {
+    PlaceContext ctx;
+    agent_place_context(a, &ctx);
+    ctx.carve = no_carve;
+    ctx.save = NULL;
+    return place_workspace_why(&ctx, id, tenant, ret);
+}
+
 /* ---- supervision ----------------------------------------------------------- */
 
 /* Is the volume in service as the record knows it: up (mounted, or the

@@ -455,6 +455,10 @@ const char *agent_workspace_blocker(Agent *a, const char *id, char *buf, size_t 
 struct PlaceContext;
 /* The placement context over the cached observation (no device touched). */
 void agent_place_context(Agent *a, struct PlaceContext *ret);
+/* GET /v1/workspaces/{id}/placement: the decision a create of id (with
+ * tenant, or NULL) would get now, and why, as `layoutctl why --json`
+ * prints it; nothing carved or recorded. Returns: -errno, 0 with *ret. */
+int agent_workspace_placement(Agent *a, const char *id, const char *tenant, json_object **ret);
 extern const SupervisorCallbacks agent_supervisor_callbacks;
 /* The operations behind POST/DELETE /v1/workspaces and restart: each ends
  * op when the daemon runs (or failed), stopped, or is back. Return 1 (the

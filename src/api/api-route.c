@@ -53,6 +53,11 @@ const ApiRouteSpec api_routes[_API_ROUTE_MAX] = {
      * the socket's group, as check is. */
     [API_ROUTE_WORKSPACE_EXPORT] = { API_ROUTE_WORKSPACE_EXPORT, "GET", "/v1/workspaces/{id}/export",
                                      API_PARAM_WORKSPACE, 200, .mutating = true, .stream = true },
+    /* Where a create of {id} would go now, and why (`layoutctl why`): the
+     * agent's own decision, in flight creates and carves counted. The id
+     * need not exist. */
+    [API_ROUTE_WORKSPACE_PLACEMENT] = { API_ROUTE_WORKSPACE_PLACEMENT, "GET", "/v1/workspaces/{id}/placement",
+                                        API_PARAM_WORKSPACE, 200, .query = API_QUERY_TENANT },
 };
 
 static const char *const api_route_id_table[_API_ROUTE_MAX] = {
@@ -76,6 +81,7 @@ static const char *const api_route_id_table[_API_ROUTE_MAX] = {
     [API_ROUTE_EVENTS] = "events",
     [API_ROUTE_METRICS] = "metrics",
     [API_ROUTE_WORKSPACE_EXPORT] = "workspace-export",
+    [API_ROUTE_WORKSPACE_PLACEMENT] = "workspace-placement",
 };
 
 DEFINE_STRING_TABLE_LOOKUP(api_route_id, ApiRouteId);
@@ -226,6 +232,7 @@ static const struct {
     { "dry_run", API_QUERY_DRY_RUN },
     { "stop_workspaces", API_QUERY_STOP_WORKSPACES },
     { "queue", API_QUERY_QUEUE },
+    { "tenant", API_QUERY_TENANT },
 };
 
 /* The names a route takes, for the error message. */
@@ -264,6 +271,12 @@ static int query_value(ApiQueryKey k, const char *key, const char *value, ApiQue
         q->since = v;
         return 0;
     }
+    case API_QUERY_TENANT:
+        if (!value || !layout_name_is_valid(value, LAYOUT_NAME_MAX))
+            return api_fail(err, -EINVAL, API_CODE_BAD_REQUEST,
+                            "tenant must be a name of [a-z0-9][a-z0-9-]*, at most %d characters", LAYOUT_NAME_MAX);
+        snprintf(q->tenant, sizeof q->tenant, "%s", value);
+        return 0;
     case API_QUERY_DESTROY_DATA:
     case API_QUERY_DRY_RUN:
     case API_QUERY_QUEUE:

@@ -44,6 +44,7 @@ typedef enum ApiRouteId {
     API_ROUTE_EVENTS,            /* GET    /v1/events[?since=N] (a stream) */
     API_ROUTE_METRICS,           /* GET    /metrics */
     API_ROUTE_WORKSPACE_EXPORT,  /* GET    /v1/workspaces/{id}/export (a stream: tar+zstd) */
+    API_ROUTE_WORKSPACE_PLACEMENT, /* GET  /v1/workspaces/{id}/placement[?tenant=T] */
     _API_ROUTE_MAX,
     _API_ROUTE_INVALID = -EINVAL,
 } ApiRouteId;
@@ -67,6 +68,7 @@ typedef enum ApiQueryKey {
     API_QUERY_DRY_RUN = 1u << 3,       /* dry_run=true|false */
     API_QUERY_STOP_WORKSPACES = 1u << 4, /* stop_workspaces=true|false */
     API_QUERY_QUEUE = 1u << 5,         /* queue=true|false: wait for a volume out of service */
+    API_QUERY_TENANT = 1u << 6,        /* tenant=NAME: the tenant a create would name */
 } ApiQueryKey;
 
 typedef enum ApiBodyKind {
@@ -180,6 +182,7 @@ typedef struct ApiQuery {
     bool stop_workspaces;
     bool queue;                  /* ?queue=true: a create or restart whose volume is out of
                                     service waits for it instead of being refused */
+    char tenant[LAYOUT_NAME_MAX + 1]; /* ?tenant=NAME, "" when not given */
 } ApiQuery;
 
 /*

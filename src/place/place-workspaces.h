@@ -13,6 +13,7 @@
 
 #include <stdbool.h>
 #include <stdint.h>
+#include <json-c/json.h>
 
 #include "layout.h"
 #include "place-policy.h"
@@ -200,6 +201,15 @@ void place_workspace_abandon(PlaceContext *c, const char *id, bool was_new);
 int place_workspace_explain(PlaceContext *c, const PlaceCreateRequest *req,
                             PlaceDecision *ret, PlaceCandidate **ret_candidates,
                             size_t *ret_n_candidates, PlacePoolConfig *ret_config);
+
+/*
+ * place_workspace_explain() for a create of id (tenant may be NULL), as
+ * the API's JSON: {"id", "action", "reason", "volume" (use) or
+ * "carve_index" (carve), "explanation", "why" (the ranking, worded, as
+ * `layoutctl why` prints it)}. Nothing is carved or saved (c->carve and
+ * c->save are not called). Returns: -errno, 0 with *ret.
+ */
+int place_workspace_why(PlaceContext *c, const char *id, const char *tenant, json_object **ret);
 
 typedef enum PlaceRemoveFlags {
     PLACE_REMOVE_DESTROY = 1U << 0, /* delete the data and the record */

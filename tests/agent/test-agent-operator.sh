@@ -5,7 +5,8 @@
 #    the agent on the first connection), sets the layout's mode on it, and
 #    no daemon it spawns inherits it;
 #  - `layoutctl add` issued before the agent is ready waits for it;
-#  - status and is-healthy exit codes; why's refusal (6) and its yes (0);
+#  - status and is-healthy exit codes; why's refusal (6) and its yes (0),
+#    from the files (--layout) and from the agent (its placement route);
 #    plan --detailed-exitcode (0 nothing to do, 2 changes) next to the agent;
 #  - the lock error names the agent's pid;
 #  - `layoutctl reload` (the unit's ExecReload=) fails on a refused layout;
@@ -70,6 +71,25 @@ assert_eq 6 "$rc" "why of a workspace the full pool refuses"
 grep -q max_volumes "$WORK/why2" || fail "why does not say why: $(cat "$WORK/why2")"
 rc=0; "$LAYOUTCTL" why w5 --layout "$WORK/missing.yaml" 2>/dev/null || rc=$?
 assert_eq 1 "$rc" "why with no layout (an error, not a refusal)"
+
+log "why without --layout: the agent answers (GET /v1/workspaces/ID/placement)"
+rc=0; ctl why w5 >"$WORK/why3" 2>"$WORK/why3.err" || rc=$?
+assert_eq 6 "$rc" "the agent's why of a workspace the full pool refuses"
+grep -q max_volumes "$WORK/why3" || fail "the agent's why does not say why: $(cat "$WORK/why3")"
+[ -s "$WORK/why3.err" ] && fail "why said something on stderr with an agent: $(cat "$WORK/why3.err")"
+body=$(api GET /v1/workspaces/w5/placement)
+assert_eq 200 "$(st)" "GET placement"
+assert_eq refuse "$(jget "$body" "d['action']")" "the placement's action"
+assert_eq "$(cat "$WORK/why3")" "$(jget "$body" "d['why']")" "why prints the agent's words"
+rc=0; ctl why w5 --json >"$WORK/why4" || rc=$?
+assert_eq 6 "$rc" "why --json of a refusal"
+assert_eq refuse "$(jget "$(cat "$WORK/why4")" "d['action']")" "why --json's action"
+api GET "/v1/workspaces/w5/placement?tenant=Bad_Name" >/dev/null
+assert_eq 400 "$(st)" "a placement asked for a bad tenant"
+api GET "/v1/workspaces/w5/placement?wait=1" >/dev/null
+assert_eq 400 "$(st)" "a placement asked with a query it does not take"
+rc=0; "$LAYOUTCTL" --socket "$WORK/nobody.sock" why w5 >/dev/null 2>"$WORK/why5.err" || rc=$?
+grep -q "no agent answered" "$WORK/why5.err" || fail "why without an agent does not say it predicts: $(cat "$WORK/why5.err")"
 
 log "plan --detailed-exitcode next to the agent (no lock): 0, then 2 for a change"
 "$LAYOUTCTL" plan --layout "$L" --detailed-exitcode >"$WORK/plan1" || fail "plan of an applied layout exits $?: $(cat "$WORK/plan1")"
