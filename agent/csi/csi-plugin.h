@@ -14,7 +14,8 @@
  *   csi-workspace.c   a volume's workspace through the API: ensure it
  *                     exists and serves, remove it
  *   csi-api.c         the layoutd API client (libcurl on the Unix socket)
- *   csi-error.c       API answers and errnos -> gRPC status codes
+ *   csi-error.c       API answers and errnos -> gRPC status codes (tables)
+ *   csi-fail.c        a call failed with them for an API request
  *   csi-inflight.c    one operation per volume at a time
  *   csi-mount.c       bind mounts and mountinfo
  *   csi-volume.c      volume id -> workspace id, attributes -> request (pure)
@@ -59,6 +60,9 @@ const char *csi_status_to_string(grpc_status_code code);
 grpc_status_code csi_error_code_for_reply(long http_status, const char *api_code);
 /* The gRPC code for a failed request (r < 0: the agent is down, ...). */
 grpc_status_code csi_error_code_for_errno(int r);
+
+/* ---- csi-fail.c ---- */
+
 /* Fails c for a request that did not get the answer it needed: r < 0 a
  * transport error, else reply's error (what: "creating workspace X"). */
 void csi_fail_api(CsiCall *c, const CsiPlugin *p, int r, const CsiApiReply *reply, const char *what);
