@@ -574,6 +574,11 @@ static void merge_reconcile(Agent *a, json_object *extra) {
             json_object_object_get_ex(it, "name", &n);
             json_object_object_get_ex(it, "path", &p);
             const char *kind = json_object_get_string(k);
+            /* Read in a worker: a create may have recorded the id on that
+             * volume since, and its cache is then no stray. */
+            const WorkspaceRecord *now = n ? state_record_find_workspace(agent_record(a), json_object_get_string(n)) : NULL;
+            if (streq_ptr(kind, "stray-cache") && now && v && streq_ptr(now->volume, json_object_get_string(v)))
+                continue;
             log_full_errno(streq_ptr(kind, "adopted") ? LOG_NOTICE : LOG_WARNING, 0, "workspace %s on volume %s: %s (%s)",
                            n ? json_object_get_string(n) : "-", v ? json_object_get_string(v) : "-", kind ?: "?",
                            p ? json_object_get_string(p) : "");

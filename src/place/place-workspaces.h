@@ -255,7 +255,7 @@ typedef enum PlaceReconcileKind {
     PLACE_RECONCILE_ADOPTED,     /* directory without record: recorded as kept data */
     PLACE_RECONCILE_MISSING,     /* record without directory (drift) */
     PLACE_RECONCILE_CONFLICT,    /* directory on another volume than its record */
-    PLACE_RECONCILE_IGNORED,     /* entry in workspaces/ that is not a workspace id */
+    PLACE_RECONCILE_IGNORED,     /* entry in workspaces/ or derived/ that is not a workspace id, or an unreadable derived/ */
     PLACE_RECONCILE_UNAVAILABLE, /* volume not scanned: not mounted */
     PLACE_RECONCILE_STRAY_CACHE, /* derived/<id> of no workspace on that volume: left, said */
     _PLACE_RECONCILE_KIND_MAX,

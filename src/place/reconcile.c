@@ -160,39 +160,47 @@ missing:
  * it: a destroy that an older agent left half done, a record edited by
  * hand. Derived data, but still data: said, never deleted here. A cache
  * beside an adopted directory is that workspace's (scan_volume ran
- * first). */
+ * first). Report only: a derived/ that cannot be read is an item too,
+ * never a failure of the reconcile (whose adoptions matter more).
+ * Returns: -ENOMEM, 0. */
 static int scan_caches(PlaceContext *c, const VolumeRecord *v, const char *mount, PlaceReconcileReport *rep) {
     _cleanup_free_ char *dir = NULL;
     if (asprintf(&dir, "%s/" PLACE_CACHE_DIR, mount) < 0)
         return -ENOMEM;
     int fd = open(dir, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
     if (fd < 0)
-        return errno == ENOENT ? 0 : -errno;
+        return errno == ENOENT ? 0 : report_add(rep, PLACE_RECONCILE_IGNORED, v->name, PLACE_CACHE_DIR, dir);
     DIR *d = fdopendir(fd);
     if (!d) {
-        int r = -errno;
         safe_close(fd);
-        return r;
+        return -ENOMEM;
     }
     int r = 0;
     for (;;) {
         errno = 0;
         struct dirent *de = readdir(d);
         if (!de) {
-            r = errno != 0 ? -errno : 0;
+            if (errno != 0) /* what was read is reported; the rest next time */
+                r = report_add(rep, PLACE_RECONCILE_IGNORED, v->name, PLACE_CACHE_DIR, dir);
             break;
         }
         if (streq(de->d_name, ".") || streq(de->d_name, ".."))
-            continue;
-        const WorkspaceRecord *w = state_record_find_workspace(c->record, de->d_name);
-        if (w && streq_ptr(w->volume, v->name))
             continue;
         _cleanup_free_ char *path = NULL;
         if (asprintf(&path, "%s/%s", dir, de->d_name) < 0) {
             r = -ENOMEM;
             break;
         }
-        r = report_add(rep, PLACE_RECONCILE_STRAY_CACHE, v->name, de->d_name, path);
+        struct stat st;
+        bool is_dir = fstatat(dirfd(d), de->d_name, &st, AT_SYMLINK_NOFOLLOW) >= 0 && S_ISDIR(st.st_mode);
+        const WorkspaceRecord *w = state_record_find_workspace(c->record, de->d_name);
+        if (is_dir && w && streq_ptr(w->volume, v->name))
+            continue;
+        /* Not a cache at all (a file, a name no workspace can have):
+         * ignored, as in workspaces/. */
+        bool cache = is_dir && place_workspace_id_is_valid(de->d_name);
+        r = report_add(rep, cache ? PLACE_RECONCILE_STRAY_CACHE : PLACE_RECONCILE_IGNORED, v->name, de->d_name,
+                       path);
         if (r < 0)
             break;
     }

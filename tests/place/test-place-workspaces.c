@@ -412,6 +412,9 @@ static void test_reconcile(void **state) {
     assert_int_equal(mkdir_p(orphan_cache, 0755), 0);
     assert_int_equal(mkdir_p(ghost_cache, 0755), 0);
     write_marker(ghost_cache, "f", "derived");
+    _cleanup_free_ char *derived1 = NULL;
+    assert_true(asprintf(&derived1, "%s/volumes/state-1/" PLACE_CACHE_DIR, f->root) > 0);
+    write_marker(derived1, "NOTES", "not a cache");
 
     size_t active_before = active_on(f->record, "state-1");
     assert_int_equal(place_reconcile(&f->ctx, &rep), 0);
@@ -424,6 +427,8 @@ static void test_reconcile(void **state) {
     assert_true(report_has(&rep, PLACE_RECONCILE_STRAY_CACHE, "ghost"));
     assert_true(report_has(&rep, PLACE_RECONCILE_STRAY_CACHE, "live"));
     assert_false(report_has(&rep, PLACE_RECONCILE_STRAY_CACHE, "orphan"));
+    assert_false(report_has(&rep, PLACE_RECONCILE_STRAY_CACHE, "NOTES"));
+    assert_true(report_has(&rep, PLACE_RECONCILE_IGNORED, "NOTES"));
     size_t strays = 0;
     for (size_t i = 0; i < rep.n_items; i++)
         if (rep.items[i].kind == PLACE_RECONCILE_STRAY_CACHE) {
