@@ -81,8 +81,11 @@ static int print_answer(json_object *o, bool json) {
     return streq_ptr(json_object_get_string(action), "refuse") ? LAYOUTCTL_EXIT_REFUSED : LAYOUTCTL_EXIT_OK;
 }
 
-/* Asks the agent. Returns an exit code, or -1 when there is no agent to
- * answer (nothing listens, or one too old for the route): predict here. */
+/* Asks the agent at socket_path (NULL: the one the globals name, else the
+ * default). Returns an exit code, or -1 when there is no agent to answer
+ * (nothing listens, said on stderr; or one too old for the route):
+ * predict here. Any other failure (the socket refuses us, a timeout) is
+ * the answer: a prediction would pass for the agent's. */
 static int ask_agent(const LayoutctlGlobals *g, const char *socket_path, const char *id, const char *tenant,
                      bool json) {
     ClientArgs ca = {};
@@ -90,14 +93,13 @@ static int ask_agent(const LayoutctlGlobals *g, const char *socket_path, const c
     if (socket_path)
         ca.socket_path = socket_path;
     ca.json = false;
-    ca.quiet = true;
     _cleanup_free_ char *path = NULL;
     if (asprintf(&path, "/v1/workspaces/%s/placement%s%s", id, tenant ? "?tenant=" : "", tenant ?: "") < 0)
         return LAYOUTCTL_EXIT_FAILURE;
     Reply reply = {};
-    if (client_call("why", &ca, "GET", path, NULL, &reply) != 0)
-        return -1;
-    int ec;
+    int ec = client_call("why", &ca, "GET", path, NULL, &reply);
+    if (ec != 0)
+        return ec == LAYOUTCTL_EXIT_UNREACHABLE ? -1 : ec;
     json_object *code = NULL, *err = NULL;
     if (reply.status == 200 && reply.json)
         ec = print_answer(reply.json, json);
@@ -159,13 +161,18 @@ int layoutctl_why(int argc, char **argv, const LayoutctlGlobals *g) {
         return layoutctl_usage_error("why", "bad --root %s (it must be absolute)", root);
     if (!place_workspace_id_is_valid(id))
         return layoutctl_usage_error("why", "bad workspace ID '%s'", id);
+    if (tenant && !layout_name_is_valid(tenant, LAYOUT_NAME_MAX))
+        return layoutctl_usage_error("why", "bad --tenant '%s' ([a-z0-9][a-z0-9-]*, at most %d characters)", tenant,
+                                     LAYOUT_NAME_MAX);
 
     /* The agent's own answer, unless the question is about files. */
+    bool asked = false;
+    const char *asked_socket = socket_path ?: g->socket_path ?: LAYOUT_API_SOCKET_DEFAULT;
     if (!layout_path && !root) {
         r = ask_agent(g, socket_path, id, tenant, json);
         if (r >= 0)
             return r;
-        fprintf(stderr, "layoutctl why: no agent answered; predicted from the layout and the record on disk\n");
+        asked = true;
     }
 
     _cleanup_(engine_freep) Engine *e = NULL;
@@ -178,6 +185,16 @@ int layoutctl_why(int argc, char **argv, const LayoutctlGlobals *g) {
     }
     const Layout *l = e->layout;
     StateRecord *record = e->record;
+    /* The layout names another socket than the one asked: its agent's
+     * answer, if it has one. */
+    if (asked && !socket_path && !g->socket_given && l->api.socket_path &&
+        !streq(l->api.socket_path, asked_socket)) {
+        r = ask_agent(g, l->api.socket_path, id, tenant, json);
+        if (r >= 0)
+            return r;
+    }
+    if (asked)
+        fprintf(stderr, "layoutctl why: no agent answered; predicted from the layout and the record on disk\n");
 
     PlaceContext ctx = { .layout = l, .record = record, .carve = no_carve };
     /* The agent, when it answers (quietly: why works without it, from the

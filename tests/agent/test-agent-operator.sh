@@ -88,8 +88,11 @@ api GET "/v1/workspaces/w5/placement?tenant=Bad_Name" >/dev/null
 assert_eq 400 "$(st)" "a placement asked for a bad tenant"
 api GET "/v1/workspaces/w5/placement?wait=1" >/dev/null
 assert_eq 400 "$(st)" "a placement asked with a query it does not take"
+# No agent on that socket: said, then predicted from the layout's files.
+rc=0; "$LAYOUTCTL" --socket "$WORK/nobody.sock" why w5 --layout "$L" >/dev/null 2>"$WORK/why5.err" || rc=$?
+assert_eq 6 "$rc" "why predicted from the files"
 rc=0; "$LAYOUTCTL" --socket "$WORK/nobody.sock" why w5 >/dev/null 2>"$WORK/why5.err" || rc=$?
-grep -q "no agent answered" "$WORK/why5.err" || fail "why without an agent does not say it predicts: $(cat "$WORK/why5.err")"
+grep -q "not running" "$WORK/why5.err" || fail "why without an agent does not say so: $(cat "$WORK/why5.err")"
 
 log "plan --detailed-exitcode next to the agent (no lock): 0, then 2 for a change"
 "$LAYOUTCTL" plan --layout "$L" --detailed-exitcode >"$WORK/plan1" || fail "plan of an applied layout exits $?: $(cat "$WORK/plan1")"

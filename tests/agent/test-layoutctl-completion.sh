@@ -18,6 +18,8 @@ for o in --output --noheadings --no-legend --raw --pairs --bytes --json --socket
 [ "$(complete_words layoutctl volumes -o NAME,FL)" = "NAME,FLUSH NAME,FLUSH-ERROR" ] ||
     fail "-o NAME,FL: $(complete_words layoutctl volumes -o NAME,FL)"
 [ "$(complete_words layoutctl show ws-1 --type v)" = "volume" ] || fail "--type v: $(complete_words layoutctl show ws-1 --type v)"
+[ "$(complete_words layoutctl export ws-1 -o /etc/hostnam)" = "/etc/hostname" ] ||
+    fail "export -o: a file expected: $(complete_words layoutctl export ws-1 -o /etc/hostnam)"
 [ "$(complete_words layoutctl i)" = "is-healthy import" ] || fail "verbs for 'i': $(complete_words layoutctl i)"
 [ "$(complete_words layoutctl --socket /nonexistent rm '')" = "" ] || fail "ids without an agent"
 # "--socket=PATH" reaches the function as three words ("=" breaks words):

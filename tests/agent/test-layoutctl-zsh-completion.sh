@@ -42,4 +42,19 @@ got=$(complete --d layoutctl --socket /nonexistent gc --d)
 grep -qx -- --dry-run <<<"$got" || fail "--socket PATH gc --d: the path taken for the verb? $got"
 got=$(complete "" layoutctl validate "")
 [ "$got" = "<files>" ] || fail "validate: files expected: $got"
+got=$(complete "" layoutctl export ws-1 -o "")
+[ "$got" = "<files>" ] || fail "export -o: files expected: $got"
+# The ids come from the agent the command line names: a stand-in
+# layoutctl earlier in PATH says which arguments it was given.
+mkdir -p "${TMPDIR:-/tmp}/zsh-ctl.$$"
+trap 'rm -rf "${TMPDIR:-/tmp}/zsh-ctl.$$"' EXIT
+cat >"${TMPDIR:-/tmp}/zsh-ctl.$$/layoutctl" <<'STUB'
+#!/bin/sh
+[ "$1 $2 $3 $4" = "--json --socket /run/x.sock workspaces" ] && echo '{"workspaces": [{"id": "ws-7"}]}'
+STUB
+chmod +x "${TMPDIR:-/tmp}/zsh-ctl.$$/layoutctl"
+got=$(PATH=${TMPDIR:-/tmp}/zsh-ctl.$$:$PATH complete "" layoutctl --socket /run/x.sock rm "")
+[ "$got" = ws-7 ] || fail "rm's ids through --socket PATH: '$got'"
+got=$(PATH=${TMPDIR:-/tmp}/zsh-ctl.$$:$PATH complete "" layoutctl rm --socket=/run/x.sock "")
+[ "$got" = ws-7 ] || fail "rm's ids through --socket=PATH: '$got'"
 echo "layoutctl zsh completion ok"
