@@ -87,3 +87,25 @@ const char *api_events_next(ApiEvents *e, uint64_t after, uint64_t *ret_seq) {
 uint64_t api_events_last(const ApiEvents *e) {
     return e->last;
 }
+
+/* ---- emitting: the ring, then every stream waiting for a line ---- */
+
+uint64_t api_event_emit(Api *api, const char *type, json_object *fields) {
+    if (!api || !api->events) {
+        json_object_put(fields);
+        return 0;
+    }
+    uint64_t seq = api_events_append(api->events, type, fields);
+    api_cache_clear(&api->cache); /* an event is a change */
+    /* Wake the suspended streams: they have a line to send. */
+    bool resumed = false;
+    for (ApiRequest *r = api->streams; r; r = r->stream_next)
+        if (r->suspended) {
+            r->suspended = false;
+            MHD_resume_connection(r->mhd);
+            resumed = true;
+        }
+    if (resumed && api->mhd)
+        api_mhd_kick(api);
+    return seq;
+}

@@ -96,6 +96,8 @@ typedef struct ApiRequest {
 struct Api {
     sd_event *event;
     struct MHD_Daemon *mhd;
+    /* Told when an operation changed (api_server_operation_changed). */
+    void (*operation_changed)(Api *api, ApiOperation *op, bool ended);
     sd_event_source *io;
     sd_event_source *timer;
     sd_event_source *deadline_timer;
@@ -158,8 +160,10 @@ int api_operation_create(Api *api, ApiRouteId kind, ApiOperation **ret);
  * the end (the Api is freed: references stay valid, detached). */
 void api_operations_expire(Api *api, bool all);
 
-/* api-server.c: the operation changed (a step, or it ended): waiting
- * requests and the event stream are told. */
+/* api-dispatch.c: the operation changed (a step, or it ended): waiting
+ * requests and the event stream are told. api-operation.c calls it through
+ * Api.operation_changed, which api_new() sets: operations sit below the
+ * dispatch that waits on them. */
 void api_server_operation_changed(Api *api, ApiOperation *op, bool ended);
 
 /* api-events.c: the ring. */
@@ -177,13 +181,19 @@ static inline ApiOperation **api_operations_head(Api *api) {
     return &api->operations;
 }
 
-/* api-server.c: connections leave and rejoin the deadline list. */
+/* api-conn.c: a new connection joins the deadline list, a closed one
+ * leaves it; the timer follows the list's head. */
+void api_conn_track(Api *api, ApiConn *c);
+void api_conn_untrack(Api *api, ApiConn *c);
+void api_conn_deadline_rearm(Api *api);
+/* Connections leave and rejoin the deadline list (a stream has none; a
+ * request's deadline restarts when it is answered). */
 void api_conn_exempt(Api *api, ApiConn *c);
 void api_conn_reset_deadline(Api *api, ApiConn *c);
-/* The layoutd_api_* families. */
-int api_write_own_metrics(Api *api, MetricsWriter *w);
 /* After MHD_resume_connection: makes the loop run MHD at its next turn. */
 void api_mhd_kick(Api *api);
+/* api-own-metrics.c: the layoutd_api_* families. */
+int api_write_own_metrics(Api *api, MetricsWriter *w);
 
 /* api-dispatch.c: the request handler and its helpers, called by the
  * MHD glue in api-server.c. */
@@ -210,6 +220,6 @@ bool api_readonly_connection(const Api *api, int fd);
 /* api-metrics-listen.c: whether the connection on fd is a TCP one, which
  * only the metrics listener accepts (every other socket is AF_UNIX). */
 bool api_metrics_connection(int fd);
-/* api-server.c: accepts every connection waiting on listen_fd and hands it
+/* api-conn.c: accepts every connection waiting on listen_fd and hands it
  * to the MHD daemon (which closes it if it does not take it). */
 void api_accept_into_mhd(Api *api, int listen_fd);

@@ -122,7 +122,7 @@ int api_operation_set_blocked(ApiOperation *op, const char *reason) {
 static void changed(ApiOperation *op, bool ended) {
     op->updated_at = now_usec(CLOCK_REALTIME);
     if (op->api)
-        api_server_operation_changed(op->api, op, ended);
+        op->api->operation_changed(op->api, op, ended);
 }
 
 int api_operation_step(ApiOperation *op, const char *fmt, ...) {

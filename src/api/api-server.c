@@ -75,74 +75,7 @@ _printf_(2, 0) static void mhd_logger(void *cls, const char *fmt, va_list ap) {
     api->config.log(api->config.log_userdata, 6 /* LOG_INFO */, buf);
 }
 
-/* ---- connection list and deadlines ---- */
-
-static void conn_unlink(Api *api, ApiConn *c) {
-    if (!c->linked)
-        return;
-    c->linked = false;
-    if (c->prev)
-        c->prev->next = c->next;
-    else if (api->conns_head == c)
-        api->conns_head = c->next;
-    if (c->next)
-        c->next->prev = c->prev;
-    else if (api->conns_tail == c)
-        api->conns_tail = c->prev;
-    c->prev = c->next = NULL;
-}
-
-static void conn_append(Api *api, ApiConn *c) {
-    c->linked = true;
-    c->prev = api->conns_tail;
-    c->next = NULL;
-    if (api->conns_tail)
-        api->conns_tail->next = c;
-    else
-        api->conns_head = c;
-    api->conns_tail = c;
-}
-
-static void deadline_rearm(Api *api) {
-    /* Killed connections sit at the head until MHD closes them; skip them. */
-    ApiConn *c = api->conns_head;
-    while (c && c->killed)
-        c = c->next;
-    if (!c) {
-        (void) sd_event_source_set_enabled(api->deadline_timer, SD_EVENT_OFF);
-        return;
-    }
-    (void) sd_event_source_set_time(api->deadline_timer, c->deadline);
-    (void) sd_event_source_set_enabled(api->deadline_timer, SD_EVENT_ONESHOT);
-}
-
-void api_conn_reset_deadline(Api *api, ApiConn *c) {
-    if (c->killed)
-        return;
-    conn_unlink(api, c);
-    c->deadline = now_usec(CLOCK_MONOTONIC) + api->config.request_timeout_sec * USEC_PER_SEC;
-    conn_append(api, c);
-    deadline_rearm(api);
-}
-
-void api_conn_exempt(Api *api, ApiConn *c) {
-    if (!c)
-        return;
-    bool was_head = api->conns_head == c;
-    conn_unlink(api, c);
-    if (was_head)
-        deadline_rearm(api);
-}
-
 static void mhd_rearm(Api *api);
-
-void api_mhd_kick(Api *api) {
-    /* A resumed connection is not in MHD's epoll set until MHD_run puts it
-     * back (and MHD_get_timeout does not count it), so nothing would wake
-     * the loop for it: run MHD at the next turn of the loop. */
-    (void) sd_event_source_set_time(api->timer, now_usec(CLOCK_MONOTONIC));
-    (void) sd_event_source_set_enabled(api->timer, SD_EVENT_ONESHOT);
-}
 
 static int on_deadline(sd_event_source *s, uint64_t usec, void *userdata) {
     Api *api = userdata;
@@ -161,7 +94,7 @@ static int on_deadline(sd_event_source *s, uint64_t usec, void *userdata) {
         api_log(api, 6, "API connection (pid %d) did not finish a request within %us, closed",
                 (int) c->pid, api->config.request_timeout_sec);
     }
-    deadline_rearm(api);
+    api_conn_deadline_rearm(api);
     MHD_run(api->mhd);
     mhd_rearm(api);
     return 0;
@@ -189,11 +122,9 @@ static void on_connection(void *cls, struct MHD_Connection *connection, void **s
         c->read_only = api_readonly_connection(api, c->fd);
         c->metrics_only = api_metrics_connection(c->fd);
         c->deadline = now_usec(CLOCK_MONOTONIC) + api->config.request_timeout_sec * USEC_PER_SEC;
-        conn_append(api, c);
+        api_conn_track(api, c);
         api->n_conns++;
         api->connections_total++;
-        if (api->conns_head == c)
-            deadline_rearm(api);
         *socket_context = c;
         return;
     }
@@ -201,94 +132,11 @@ static void on_connection(void *cls, struct MHD_Connection *connection, void **s
     ApiConn *c = *socket_context;
     if (!c)
         return;
-    bool was_head = api->conns_head == c;
-    conn_unlink(api, c);
+    api_conn_untrack(api, c);
     api->n_conns--;
     free(c->groups);
     free(c);
     *socket_context = NULL;
-    if (was_head)
-        deadline_rearm(api);
-}
-
-/* ---- our own metrics ---- */
-
-void api_accept_into_mhd(Api *api, int listen_fd) {
-    bool added = false;
-    /* Edge or level, take all that wait: each accept is cheap. */
-    for (unsigned i = 0; i < 64; i++) {
-        struct sockaddr_storage peer = {};
-        socklen_t len = sizeof peer;
-        int c = accept4(listen_fd, (struct sockaddr *) &peer, &len, SOCK_CLOEXEC | SOCK_NONBLOCK);
-        if (c < 0)
-            break; /* EAGAIN; or EMFILE, ECONNABORTED: the next wake-up tries again */
-        if (len < sizeof(sa_family_t))
-            len = sizeof(sa_family_t);
-        /* MHD closes c whether or not it takes it (at its connection
-         * limit it does not). */
-        if (MHD_add_connection(api->mhd, c, (const struct sockaddr *) &peer, len) == MHD_YES)
-            added = true;
-    }
-    if (added)
-        api_mhd_kick(api); /* a new connection is served by the next MHD_run */
-}
-
-int api_write_own_metrics(Api *api, MetricsWriter *w) {
-    int r;
-    char code[8];
-
-    r = metrics_writer_family(w, "layoutd_api_requests_total", METRIC_COUNTER,
-                              "API requests answered, by route and HTTP status.");
-    if (r < 0)
-        return r;
-    for (size_t ri = 0; ri <= _API_ROUTE_MAX; ri++)
-        for (unsigned st = API_STATUS_MIN; st <= API_STATUS_MAX; st++) {
-            uint64_t n = api->requests[ri][st - API_STATUS_MIN];
-            if (n == 0)
-                continue;
-            snprintf(code, sizeof(code), "%u", st);
-            const char *labels[] = { "route", ri == 0 ? "none" : api_route_id_to_string(ri - 1), "code", code, NULL };
-            r = metrics_writer_sample(w, labels, (double) n);
-            if (r < 0)
-                return r;
-        }
-
-    r = metrics_writer_family(w, "layoutd_api_request_duration_seconds", METRIC_HISTOGRAM,
-                              "Time from a request's headers to its completion, by route.");
-    if (r < 0)
-        return r;
-    for (ApiRouteId ri = 0; ri < _API_ROUTE_MAX; ri++) {
-        if (api->latency[ri].count == 0)
-            continue;
-        const char *labels[] = { "route", api_route_id_to_string(ri), NULL };
-        r = metrics_histogram_write(&api->latency[ri], w, labels);
-        if (r < 0)
-            return r;
-    }
-
-    struct {
-        const char *name;
-        MetricType type;
-        const char *help;
-        double value;
-    } simple[] = {
-        { "layoutd_api_connections_open", METRIC_GAUGE, "API connections open now.", api->n_conns },
-        { "layoutd_api_connection_limit", METRIC_GAUGE, "Most API connections served at once.",
-          api_get_connection_limit(api) },
-        { "layoutd_api_connections_total", METRIC_COUNTER, "API connections accepted.",
-          (double) api->connections_total },
-        { "layoutd_api_request_timeouts_total", METRIC_COUNTER,
-          "API connections closed for not finishing a request in time.", (double) api->request_timeouts_total },
-    };
-    for (size_t i = 0; i < ELEMENTSOF(simple); i++) {
-        r = metrics_writer_family(w, simple[i].name, simple[i].type, simple[i].help);
-        if (r < 0)
-            return r;
-        r = metrics_writer_sample(w, NULL, simple[i].value);
-        if (r < 0)
-            return r;
-    }
-    return 0;
 }
 
 static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const char *url, const char *method,
@@ -372,6 +220,7 @@ int api_new(sd_event *event, int listen_fd, const ApiServerConfig *config, const
     if (!api)
         return -ENOMEM;
     api->event = sd_event_ref(event);
+    api->operation_changed = api_server_operation_changed;
     api->ops = *ops;
     api->userdata = userdata;
     api->state = API_STATE_STARTING;
@@ -519,26 +368,6 @@ void api_set_state(Api *api, ApiState state) {
 void api_server_changed(Api *api) {
     if (api)
         api_cache_clear(&api->cache);
-}
-
-uint64_t api_event_emit(Api *api, const char *type, json_object *fields) {
-    if (!api || !api->events) {
-        json_object_put(fields);
-        return 0;
-    }
-    uint64_t seq = api_events_append(api->events, type, fields);
-    api_cache_clear(&api->cache); /* an event is a change */
-    /* Wake the suspended streams: they have a line to send. */
-    bool resumed = false;
-    for (ApiRequest *r = api->streams; r; r = r->stream_next)
-        if (r->suspended) {
-            r->suspended = false;
-            MHD_resume_connection(r->mhd);
-            resumed = true;
-        }
-    if (resumed && api->mhd)
-        api_mhd_kick(api);
-    return seq;
 }
 
 int api_operation_new(Api *api, ApiRouteId kind, ApiOperation **ret) {
