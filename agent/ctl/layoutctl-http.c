@@ -418,10 +418,13 @@ int client_call_operation(const char *verb, const ClientArgs *a, const char *met
         return ec;
     }
     json_object *op = json_path_get(r.json, "operation");
-    const char *id = json_path_str(op, "id");
+    /* A copy: the id lives in the first answer's JSON, which goes when a
+     * later poll's answer replaces it (a use after free in a long wait,
+     * found by the ASan chaos soak in import's undo). */
+    _cleanup_free_ char *id = json_path_str(op, "id") ? strdup(json_path_str(op, "id")) : NULL;
     if (!id) {
         *ret = r;
-        return 0;
+        return json_path_str(op, "id") ? LAYOUTCTL_EXIT_FAILURE : 0;
     }
     /* --wait bounds the whole wait, the operation's too: an operation
      * that cannot make progress (its volume out of service) would
