@@ -56,6 +56,24 @@ static _Noreturn void child_fail(int msgfd, int err, const char *what, const cha
     _exit(CACHE_BIND_FAILED);
 }
 
+/* A .gitignore that ignores everything, as Python's venv and pytest do
+ * in theirs: a repository cloned at the workspace's root does not see the
+ * cache in `git status` or take it in `git add -A`. Made when missing
+ * (after an `rm -rf` of the cache too, at the next start), never
+ * rewritten; best effort: a full volume must not cost the cache. */
+static void child_gitignore(int src, const struct stat *owner) {
+    static const char text[] = "# layoutd: this is the workspace's cache of derived data, not its sources.\n*\n";
+    int fd = openat(src, ".gitignore", O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0644);
+    if (fd < 0)
+        return;
+    /* The owner's before a byte: a child killed in between (its timeout)
+     * leaves an empty file the workspace's user can fix, never a root one. */
+    if (fchown(fd, owner->st_uid, owner->st_gid) < 0 ||
+        write(fd, text, sizeof text - 1) != (ssize_t) (sizeof text - 1))
+        (void) unlinkat(src, ".gitignore", 0); /* never half a file */
+    (void) close(fd);
+}
+
 /* The source: made with the owner's owner and mode when missing, given
  * the owner's project id (inherited) when it has one. Returns its fd. */
 static int child_source(const CacheBindSpec *c, const char *parent, int msgfd) {
@@ -86,6 +104,7 @@ static int child_source(const CacheBindSpec *c, const char *parent, int msgfd) {
         if (ioctl(src, FS_IOC_FSSETXATTR, &sx) < 0)
             child_fail(msgfd, errno, "cannot give the workspace's project id to", c->source);
     }
+    child_gitignore(src, &ost);
     (void) close(owner);
     return src;
 }

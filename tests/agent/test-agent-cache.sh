@@ -4,13 +4,15 @@
 # before the workspace is running, so that derived data never goes through
 # the FUSE daemon. Checked: the mount and its source, the API's cache object
 # and `layoutctl env`; files land natively (none in the state dir) and hard
-# links work inside it; workspaces do not share it; the mount point cannot
+# links work inside it; workspaces do not share it, git at the root does
+# not see it (its .gitignore); the mount point cannot
 # be removed or renamed, rm -rf empties it; a daemon killed -9, an agent
 # killed -9 and a cache unmounted while no agent ran or behind a running
 # one's back: mounted again, nothing lost; a symlink planted at the mount
 # point, or files in it: refused, nothing mounted through it or over them,
 # a cache of no workspace: reported at the start, kept;
-# the workspace runs and says why; an export leaves the cache out, an import gets an empty one; a
+# the workspace runs and says why; an export leaves the cache out, an import gets an empty one
+# (its .gitignore only); a
 # destroy removes the cache with the data.
 TEST_NAME=agent-cache
 . "$LAYOUTD_TESTS/lib/common.sh"
@@ -67,10 +69,16 @@ sd1=$(jget "$(api GET /v1/workspaces/w1)" "d['state_dir']")
 assert_eq ".layoutd-cache" "$(ls -A "$sd1" | grep -v '^\.layoutd-store$' | tr '\n' ' ' | sed 's/ $//')" "the state dir's entries"
 assert_eq 0 "$(find "$sd1/.layoutd-cache" -mindepth 1 | wc -l)" "entries below the state dir's mount point"
 
-log "w2's cache is its own"
+log "w2's cache is its own; git at the workspace's root does not see it"
 m2=$WORK/mnt/w2/.layoutd-cache
-assert_eq 0 "$(find "$m2" -mindepth 1 | wc -l)" "w2's cache is empty"
+assert_eq ".gitignore" "$(ls -A "$m2")" "w2's new cache holds its .gitignore only"
 [ "$(cache_of w2 source)" != "$src1" ] || fail "w1 and w2 share a cache"
+git -C "$WORK/mnt/w2" init -q || fail "git init in w2 failed"
+echo src >"$WORK/mnt/w2/src.txt"
+mkdir "$m2/pnpm-store" && echo derived >"$m2/pnpm-store/f"
+assert_eq "?? src.txt" "$(git -C "$WORK/mnt/w2" status --porcelain)" "git status at w2's root"
+git -C "$WORK/mnt/w2" add -A || fail "git add -A in w2 failed"
+assert_eq "src.txt" "$(git -C "$WORK/mnt/w2" ls-files --cached)" "what git add -A took in w2"
 
 log "the mount point stays: rmdir and rename fail with EBUSY, rm -rf empties it"
 rmdir "$m1" 2>"$WORK/rmdir.err" && fail "rmdir of the cache's mount point succeeded"
@@ -88,6 +96,7 @@ newpid() { running w1 && [ "$(jget "$(api GET /v1/workspaces/w1)" "d['daemon']['
 wait_for 60 newpid || fail "w1 not restarted"
 assert_eq mounted "$(cache_of w1 state)" "w1's cache after the restart"
 assert_eq kept "$(cat "$m1/marker")" "the marker after the restart"
+[ -f "$m1/.gitignore" ] || fail "the .gitignore that rm -rf took was not made again at the restart"
 assert_eq 1 "$(findmnt -rn -M "$m1" | wc -l)" "mounts at the cache after the restart"
 
 log "the agent killed -9, the cache unmounted meanwhile: re-adoption mounts it again"
@@ -147,7 +156,7 @@ rm "$m1/stray"
 "$LAYOUTCTL" --socket "$SOCK" restart w1 >/dev/null || fail "layoutctl restart failed"
 wait_for 60 mounted_again || fail "the cache was not mounted again once the mount point was empty"
 
-log "an export leaves the cache out and says so; an import gets an empty cache"
+log "an export leaves the cache out and says so; an import gets an empty cache (its .gitignore only)"
 echo source >"$WORK/mnt/w1/src.txt"
 "$LAYOUTCTL" --socket "$SOCK" export w1 -o "$WORK/w1.tar.zst" 2>"$WORK/export.err" || fail "export: $(cat "$WORK/export.err")"
 tar --zstd -tf "$WORK/w1.tar.zst" >"$WORK/w1.list" || fail "cannot list the archive"
@@ -159,7 +168,7 @@ assert_eq True "$(jget "$(cat "$WORK/w1.meta")" "d['cache_excluded']")" "workspa
 "$LAYOUTCTL" --socket "$SOCK" import "$WORK/w1.tar.zst" --id w3 >"$WORK/import.out" 2>&1 || fail "import: $(cat "$WORK/import.out")"
 wait_for 60 running w3 || fail "w3 not running after the import"
 assert_eq mounted "$(cache_of w3 state)" "w3's cache after the import"
-assert_eq 0 "$(find "$WORK/mnt/w3/.layoutd-cache" -mindepth 1 | wc -l)" "w3's cache is empty"
+assert_eq ".gitignore" "$(ls -A "$WORK/mnt/w3/.layoutd-cache")" "w3's cache is new (its .gitignore only)"
 assert_eq source "$(cat "$WORK/mnt/w3/src.txt")" "w3's file from the archive"
 
 log "cache turned off by a reload: the running daemon keeps its cache until its next start"
