@@ -33,6 +33,11 @@ layer gets its own layout ratio:
 # the point is to bound the flush, not to keep throughput.
 WSCAP = {"state": "64MiB", "content": "128MiB"}
 
+# The cache writer of the layoutd-b3-cachefill arm writes this many
+# workspaces' worth of files (the install a coding agent runs is larger
+# than its commits).
+CACHE_WRITER_FACTOR = 2
+
 ARMS = [
     dict(name="shared", storage="shared", daemon=True, commit="syncfs", profile="default", mode="fuse",
          layer="wsfs", ref="shared",
@@ -44,6 +49,21 @@ ARMS = [
          mode="fuse", layer="wsfs", ref="shared", wscap=True,
          doc=f"as layoutd-b3 with writeback caps per volume (state {WSCAP['state']}, content "
              f"{WSCAP['content']}, strict_limit)"),
+    # Issue 36: derived data on a native cache mount (workspace.cache), on
+    # the workspace's own state volume. While the N workspaces commit, an
+    # install-sized writer (CACHE_WRITER_FACTOR workspaces' worth of files,
+    # no syncs: what npm or a copying pnpm leaves dirty) fills ws-0's
+    # cache: its dirty pages are in the syncfs of every daemon on ws-0's
+    # volume. Against layoutd-b3, the cost of an install in the same flush
+    # domain; against layoutd-b3-fusefill (the same writer through ws-0's
+    # FUSE mount, where the install goes without a cache), what the cache
+    # changes about it.
+    dict(name="layoutd-b3-cachefill", storage="volumes", bound=3, daemon=True, commit="syncfs",
+         profile="default", mode="fuse", layer="wsfs", ref="shared", cache=True, cache_writer="cache",
+         doc="as layoutd-b3, workspace.cache on; a buffered writer fills ws-0's cache during the run"),
+    dict(name="layoutd-b3-fusefill", storage="volumes", bound=3, daemon=True, commit="syncfs",
+         profile="default", mode="fuse", layer="wsfs", ref="shared", cache=True, cache_writer="fuse",
+         doc="as layoutd-b3-cachefill, the writer through ws-0's FUSE mount instead"),
     dict(name="layoutd-b1", storage="volumes", bound=1, daemon=True, commit="syncfs", profile="default",
          mode="fuse", layer="wsfs", ref="shared",
          doc="wsfs --commit=syncfs on loop-ext4 DIO volumes, workspaces_per_volume 1"),

@@ -35,7 +35,7 @@ import time
 sys.dont_write_bytecode = True
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import sampler  # noqa: E402
-from arms import ARM, ARM_DOC, NAMES, WSCAP  # noqa: E402
+from arms import ARM, ARM_DOC, CACHE_WRITER_FACTOR, NAMES, WSCAP  # noqa: E402
 from report import PUBLISHED_FILES, decompose, report  # noqa: E402
 
 PROFILES = {
@@ -230,19 +230,22 @@ def disk_need(c, spec, n):
     use = int(n * c.files * MEAN_FILE_BYTES * DISK_FACTOR[spec["mode"]])
     if spec["storage"] != "volumes":
         return use
-    vs, cs = volume_sizes(n, spec["bound"], c.files)
+    vs, cs = volume_sizes(n, spec["bound"], c.files, spec.get("cache_writer"))
     return max(use, (int(math.ceil(n / spec["bound"])) * vs + cs) << 20)
 
 
 # ---------------------------------------------------------------- layouts
 
-def volume_sizes(n, bound, files):
+def volume_sizes(n, bound, files, cache_writer=False):
     # Mean file size of the mix is ~80 KiB; overwrites add 20 % (CAS keeps
     # old objects), stubs hold their data until the batch commits. Sparse
-    # backing files: oversizing costs nothing but inode tables.
+    # backing files: oversizing costs nothing but inode tables. A fill
+    # arm's writer adds its files to the state volume (in the cache) or
+    # to both (through FUSE, large files go to the pool).
     per_ws = files * 80 * 1024 * 1.6
+    extra = CACHE_WRITER_FACTOR * per_ws if cache_writer else 0
     mib = lambda b: int(math.ceil(b / (1 << 20) / 64.0)) * 64
-    return mib(bound * per_ws + (256 << 20)), mib(n * per_ws + (256 << 20))
+    return mib(bound * per_ws + extra + (256 << 20)), mib(n * per_ws + extra + (256 << 20))
 
 
 def layout_yaml(c, root, spec, n):
@@ -258,7 +261,7 @@ def layout_yaml(c, root, spec, n):
     else:
         bound = spec["bound"]
         nvol = int(math.ceil(n / bound))
-        vs, cs = volume_sizes(n, bound, c.files)
+        vs, cs = volume_sizes(n, bound, c.files, spec.get("cache_writer"))
         wb = lambda role: ((f", writeback: {{max_bytes: {WSCAP[role]}, strict_limit: true}}"
                             if spec.get("wscap") else "") + (", preallocate: true" if spec.get("prealloc") else ""))
         pools = f"""  state: {{backend: loop-ext4, volume_size: {vs}MiB, min_volumes: {nvol}, max_volumes: {nvol}, workspaces_per_volume: {bound}, direct_io: true{wb("state")}}}
@@ -266,6 +269,7 @@ def layout_yaml(c, root, spec, n):
     args = [f"--commit={spec.get('commit', 'syncfs')}", f'"--stats-file={root}/stats/{{id}}.json"']
     if spec.get("profile", "default") != "default":
         args.append(f"--profile={spec['profile']}")
+    cache = "\n  cache: true" if spec.get("cache") else ""
     # on_agent_stop: stop: the agent keeps its daemons running across a
     # SIGTERM by default (re-adoption); a benchmark arm must never leave
     # daemons or mounts behind for the next one. The driver stops agents
@@ -281,7 +285,7 @@ workspace:
   ready_timeout: 30s
   stop_timeout: 3s
   hang_timeout: 0
-  on_agent_stop: stop
+  on_agent_stop: stop{cache}
 api:
   socket: {sock}
   flush_probe_interval: 0
@@ -339,7 +343,7 @@ def run_workloads(c, specs, n):
     procs = []
     try:
         for s in specs:
-            cmd = [c.workload, "--dir", s["dir"], "--files", str(c.files), "--seed", str(s["seed"]),
+            cmd = [c.workload, "--dir", s["dir"], "--files", str(s.get("files", c.files)), "--seed", str(s["seed"]),
                    "--mode", s["mode"], "--start-at", str(start_at), "--id", s["id"],
                    "--durable-timeout", str(c.arm_timeout)]
             if s.get("stats"):
@@ -410,8 +414,22 @@ def start_workspaces(c, agent, n, seeds, root):
             f.write(f"{w['daemon']['pid']}\n")
             specs.append({"id": w["id"], "dir": w["mountpoint"], "seed": seeds[i], "mode": "fuse",
                           "volume": w["volume"], "flush_scope": w.get("flush_scope"),
-                          "pid": w["daemon"]["pid"], "stats": f"{root}/stats/{w['id']}.json"})
+                          "pid": w["daemon"]["pid"], "stats": f"{root}/stats/{w['id']}.json",
+                          "cache": w.get("cache")})
     return specs
+
+
+def cache_writer_spec(c, specs, seed, via):
+    """The writer of the *fill arms (arms.py): buffered, into ws-0's cache
+    (via "cache": the bind mount inside the FUSE mount) or through ws-0's
+    FUSE mount itself (via "fuse")."""
+    cache = specs[0].get("cache") or {}
+    if cache.get("state") != "mounted":
+        raise RuntimeError(f"{specs[0]['id']} has no mounted cache: {cache}")
+    d = os.path.join(cache["path"] if via == "cache" else os.path.dirname(specs[0]["dir"]), "fill")
+    os.makedirs(d)
+    return {"id": "cache-writer", "dir": d, "seed": seed, "mode": "buffered", "volume": specs[0]["volume"],
+            "files": CACHE_WRITER_FACTOR * c.files}
 
 
 def leaked_daemons(specs, root):
@@ -429,7 +447,7 @@ def run_arm(c, rep, n, arm, order):
         f.write(layout_yaml(c, root, spec, n))
     rec = {"rep": rep, "n": n, "arm": arm, "layer": spec["layer"], "order": order, "files_per_ws": c.files,
            "ok": False, "error": None, "wall_start": time.time()}
-    agent, specs, smp = None, [], None
+    agent, specs, smp, writer = None, [], None, None
     t_arm = time.monotonic()
     try:
         need, free = disk_need(c, spec, n), shutil.disk_usage(c.work).free
@@ -446,6 +464,15 @@ def run_arm(c, rep, n, arm, order):
             rec["volumes"] = [{k: v.get(k) for k in ("name", "backend", "device", "direct_io", "logical_block_size",
                                                      "writeback")} for v in vols]
             specs = start_workspaces(c, agent, n, seeds, root)
+            if spec.get("cache"):
+                # A workload checks every file below its directory: the
+                # mount's root has the cache (its .gitignore) and, in the
+                # fill arms, the writer's files beside it.
+                for s in specs:
+                    s["dir"] = os.path.join(s["dir"], "work")
+                    os.mkdir(s["dir"])
+            if spec.get("cache_writer"):
+                writer = cache_writer_spec(c, specs, c.seed + rep * 1000 + 999, spec["cache_writer"])
             rec["daemon_comm"] = sorted({(sampler.read_first(f"/proc/{s['pid']}/comm") or "?") for s in specs})
         loops = loops_below(root)
         devs = {d: mount_of(d) for d in sorted(loops)}
@@ -468,7 +495,12 @@ def run_arm(c, rep, n, arm, order):
         smp = sampler.Sampler(devs, c.work, SAMPLE_S)
         smp.start()
         t0 = time.monotonic()
-        res = run_workloads(c, specs, n)
+        res = run_workloads(c, specs + ([writer] if writer else []), n)
+        if writer:
+            # Not a workspace: its figures are the arm's own.
+            rec["cache_writer"] = res.pop()
+            if not rec["cache_writer"].get("ok"):
+                raise RuntimeError(f"the cache writer failed: {rec['cache_writer'].get('error')}")
         rec["arm_seconds"] = round(time.monotonic() - t0, 3)
         cpu1 = sampler.cpu_times()
         # Daemon CPU at the end of the run, before anything stops them.

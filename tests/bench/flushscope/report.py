@@ -25,7 +25,8 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 COLOR = {"shared": "#d62728", "layoutd-b3": "#1f77b4", "layoutd-b3-wscap": "#17becf", "layoutd-b1": "#2ca02c",
          "shared-fdatasync": "#e377c2", "shared-published": "#ff7f0e", "layoutd-b3-published": "#8c564b",
          "shared-nofuse": "#9467bd", "layoutd-b3-nofuse": "#bcbd22", "native-fsync": "#000000",
-         "native-buffered": "#7f7f7f", "layoutd-b3-prealloc-nofuse": "#ff9896"}
+         "native-buffered": "#7f7f7f", "layoutd-b3-prealloc-nofuse": "#ff9896",
+         "layoutd-b3-cachefill": "#aec7e8", "layoutd-b3-fusefill": "#98df8a"}
 
 
 def median(v):
@@ -132,6 +133,9 @@ def analyse(arms, exclude_noisy=False):
                     "max_s": max(x["max"] for x in runs),
                     "accepted_s": median([x["accepted"] for x in runs]),
                     "mbps": median([x["mbps"] for x in runs]),
+                    # layoutd-b3-cachefill's writer (arms.py): when its
+                    # install-sized fill ended, beside the workspaces' runs.
+                    "cache_writer_s": median([(r.get("cache_writer") or {}).get("end_s") for r in recs]),
                     "per_rep_median_s": [round(x["median"], 3) for x in runs],
                 })
                 for op in ("write", "read", "stat"):
@@ -377,6 +381,12 @@ def report(out, exclude_noisy=False):
                  f"{fmt(r.get('workload_cpu_s_per_ws'))} | {fmt(r.get('daemon_cpu_s_per_ws'))} | "
                  f"{fmt(r.get('loop_write_MB'), 0)} | {fmt(r.get('loop_flush_ios'), 0)} | "
                  f"{fmt(r.get('rootdisk_write_MB'), 0)} | {fmt(r.get('rootdisk_flush_ios'), 0)} |")
+    fills = [r for r in rows if r.get("cache_writer_s") is not None]
+    if fills:
+        L.append("")
+        L.append("The install-sized writer of the *fill arms (buffered files during the run, in ws-0's cache on "
+                 "its state volume, or through ws-0's FUSE mount; compare their flush s/ws with layoutd-b3's): " +
+                 ", ".join(f"N={r['n']} {r['arm']}: done at {fmt(r['cache_writer_s'])} s" for r in fills))
     L.append("")
     L.append("Targets (issue 16):")
     L.append("")
