@@ -64,6 +64,13 @@ ARMS = [
     dict(name="layoutd-b3-fusefill", storage="volumes", bound=3, daemon=True, commit="syncfs",
          profile="default", mode="fuse", layer="wsfs", ref="shared", cache=True, cache_writer="fuse",
          doc="as layoutd-b3-cachefill, the writer through ws-0's FUSE mount instead"),
+    # The same with the state volumes' writeback capped (WSCAP): what the
+    # writer may leave dirty for a neighbour's syncfs is bounded, and the
+    # writer is throttled to the volume's own writeback rate instead.
+    dict(name="layoutd-b3-cachefill-wscap", storage="volumes", bound=3, daemon=True, commit="syncfs",
+         profile="default", mode="fuse", layer="wsfs", ref="shared", cache=True, cache_writer="cache", wscap=True,
+         doc=f"as layoutd-b3-cachefill with writeback caps per volume (state {WSCAP['state']}, content "
+             f"{WSCAP['content']}, strict_limit)"),
     dict(name="layoutd-b1", storage="volumes", bound=1, daemon=True, commit="syncfs", profile="default",
          mode="fuse", layer="wsfs", ref="shared",
          doc="wsfs --commit=syncfs on loop-ext4 DIO volumes, workspaces_per_volume 1"),

@@ -26,7 +26,8 @@ COLOR = {"shared": "#d62728", "layoutd-b3": "#1f77b4", "layoutd-b3-wscap": "#17b
          "shared-fdatasync": "#e377c2", "shared-published": "#ff7f0e", "layoutd-b3-published": "#8c564b",
          "shared-nofuse": "#9467bd", "layoutd-b3-nofuse": "#bcbd22", "native-fsync": "#000000",
          "native-buffered": "#7f7f7f", "layoutd-b3-prealloc-nofuse": "#ff9896",
-         "layoutd-b3-cachefill": "#aec7e8", "layoutd-b3-fusefill": "#98df8a"}
+         "layoutd-b3-cachefill": "#aec7e8", "layoutd-b3-fusefill": "#98df8a",
+         "layoutd-b3-cachefill-wscap": "#c5b0d5"}
 
 
 def median(v):
