@@ -16,11 +16,12 @@ import json
 import math
 import os
 import random
-import re
 import shutil
+import signal
 import subprocess
+import time
 
-from wlcommon import cache_root, TaskError, cached, rm_rf, sha256_hex, text_blob, tool
+from wlcommon import cache_root, TaskError, cached, mount_of, rm_rf, sha256_hex, text_blob, tool, workspace_at
 
 NAME = "pkg-install"
 TARGET = 1.3
@@ -304,40 +305,52 @@ PNPM_MODES = [("default", []), ("copy", ["--package-import-method=copy"]), ("ins
               ("cache", [])]
 
 
-def workspace_cache_env(root):
-    """The cache environment the agent hands out for the workspace mounted
-    at root (GET /v1/workspaces, its cache.environment), or None when root
-    is no workspace of the agent at LAYOUTD_WORKLOADS_SOCK."""
-    sock = os.environ.get("LAYOUTD_WORKLOADS_SOCK")
-    if not sock:
+def workspace_of(root):
+    """The workspace mounted at root, with a mounted cache, or None when
+    root is no workspace of the agent (wlcommon.workspace_at)."""
+    w = workspace_at(root)
+    if w is not None:
+        c = w.get("cache")
+        if not c or c.get("state") != "mounted":
+            raise TaskError(f"pnpm install (cache): workspace {w.get('id')} has no mounted cache: {c}")
+    return w
+
+
+def daemon_requests(ws):
+    """The FUSE requests workspace ws's daemon has served so far, from its
+    stats file (LAYOUTD_WORKLOADS_STATS_DIR/<id>.stats), made fresh with
+    SIGUSR1 (examples/wsfs/README.md, "Counters"); None if unknown."""
+    d, pid = os.environ.get("LAYOUTD_WORKLOADS_STATS_DIR"), (ws.get("daemon") or {}).get("pid")
+    if not d or not pid:
         return None
-    r = subprocess.run(["curl", "-s", "-S", "--max-time", "30", "--unix-socket", sock, "http://layoutd/v1/workspaces"],
-                       stdout=subprocess.PIPE, stderr=subprocess.PIPE)
-    if r.returncode != 0:
-        raise TaskError(f"GET /v1/workspaces: {r.stderr.decode(errors='replace').strip()}")
-    for w in json.loads(r.stdout).get("workspaces", []):
-        if w.get("mountpoint") == root:
-            c = w.get("cache")
-            if not c or c.get("state") != "mounted":
-                raise TaskError(f"pnpm install (cache): workspace {w.get('id')} has no mounted cache: {c}")
-            return c["environment"]
+    path = os.path.join(d, ws["id"] + ".stats")
+    try:
+        before = os.stat(path).st_mtime_ns
+    except OSError:
+        before = None
+    try:
+        os.kill(pid, signal.SIGUSR1)
+    except OSError:
+        return None
+    for _ in range(100):
+        try:
+            if os.stat(path).st_mtime_ns != before:
+                with open(path) as f:
+                    return json.load(f).get("operations")
+        except (OSError, ValueError):
+            pass  # not there yet, or caught between its write and rename
+        time.sleep(0.02)
     return None
 
 
-def mount_of(d):
-    """(mount point, fstype) of the filesystem d is on: a workspace's
-    task dir is below its mount's root, where the package store is."""
-    p = os.path.realpath(d)
-    while not os.path.ismount(p):
-        p = os.path.dirname(p)
-    fstype = ""
-    with open("/proc/self/mounts") as f:
-        for line in f:
-            fields = line.split()
-            # Only space, tab, newline and backslash are escaped (\\NNN).
-            if len(fields) > 2 and re.sub(r"\\([0-7]{3})", lambda m: chr(int(m.group(1), 8)), fields[1]) == p:
-                fstype = fields[2]  # the last one listed is on top
-    return p, fstype
+def made_below(*tops):
+    """Files and symlinks below tops (symlinks not followed): what an
+    install made."""
+    n = 0
+    for top in tops:
+        for where, dirs, files in os.walk(top):
+            n += len(files) + sum(1 for x in dirs if os.path.islink(os.path.join(where, x)))
+    return n
 
 
 def real_pnpm(d, ph, modes):
@@ -366,9 +379,11 @@ def real_pnpm_once(d, ph, pnpm, store, proj, mode, extra):
     own = None
     env = None
     vstore = None
+    ws = None
     if mode == "cache":
         root, fstype = mount_of(d)
-        env = workspace_cache_env(root)
+        ws = workspace_of(root)
+        env = ws["cache"]["environment"] if ws else None
         if env is None and fstype.startswith("fuse."):
             raise TaskError(f"pnpm install (cache): {root} is not a workspace of the agent (LAYOUTD_WORKLOADS_SOCK)")
         if env:
@@ -408,8 +423,10 @@ def real_pnpm_once(d, ph, pnpm, store, proj, mode, extra):
     ph.together("pnpm_start" + sfx)
     # With the cache, the store is named by the environment alone.
     where = [] if env else ["--store-dir", store]
+    req0 = daemon_requests(ws) if ws else None
     ph.sh("pnpm_install" + sfx, [pnpm, "install", "--offline", "--frozen-lockfile"] + extra + where +
           ["--reporter=append-only"], cwd=dst, timed=False, env=env)
+    req1 = daemon_requests(ws) if req0 is not None else None
     with open(os.path.join(dst, "package.json")) as f:
         pj = json.load(f)
     deps = list((pj.get("dependencies") or {}).keys()) + list((pj.get("devDependencies") or {}).keys())
@@ -427,10 +444,15 @@ def real_pnpm_once(d, ph, pnpm, store, proj, mode, extra):
     if vstore and not os.path.isdir(vstore):
         raise TaskError(f"pnpm install (cache): no virtual store at {vstore}: pnpm did not take the environment")
 
+    made = made_below(os.path.join(dst, "node_modules"), *([vstore] if vstore else [])) \
+        if req1 is not None else None
+
     def remove():
         ok, msg = rm_rf(dst)
         return rm_rf(vstore) if ok and vstore else (ok, msg)
+    req2 = daemon_requests(ws) if req1 is not None else None
     ok, msg = ph.step("pnpm_rm_rf" + sfx, remove, timed=False)
+    req3 = daemon_requests(ws) if req2 is not None else None
     if not ok:
         raise TaskError(msg)
     if own:
@@ -440,5 +462,15 @@ def real_pnpm_once(d, ph, pnpm, store, proj, mode, extra):
     inst, rm = ph.untimed["pnpm_install" + sfx], ph.untimed["pnpm_rm_rf" + sfx]
     # hard_linked: of the direct dependencies' package.json, how many have
     # more than one link (pnpm linked them from the store rather than copied)
-    return {"direct_deps_checked": len(deps), "hard_linked": linked, "install_s": inst, "rm_rf_s": rm,
-            "seconds": round(inst + rm, 3)}
+    out = {"direct_deps_checked": len(deps), "hard_linked": linked, "install_s": inst, "rm_rf_s": rm,
+           "seconds": round(inst + rm, 3)}
+    if made and req1 is not None:
+        # rm -rf's count includes the project's own files (a few dozen,
+        # on the FUSE mount) that it removes too.
+        out["files_made"] = made
+        out["daemon_requests_install"] = req1 - req0
+        out["daemon_requests_per_file_install"] = round((req1 - req0) / made, 4)
+        if req3 is not None:
+            out["daemon_requests_rm_rf"] = req3 - req2
+            out["daemon_requests_per_file_rm_rf"] = round((req3 - req2) / made, 4)
+    return out

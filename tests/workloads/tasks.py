@@ -26,6 +26,7 @@ import threading
 import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import task_cargo  # noqa: E402
 import task_cbuild  # noqa: E402
 import task_git  # noqa: E402
 import task_pkginstall  # noqa: E402
@@ -34,7 +35,8 @@ from wlcommon import Phases, TaskError, rm_rf  # noqa: E402
 
 # The order a run takes them in: the package install, which stresses a
 # daemon most, last, so that a daemon it breaks does not hide the others.
-TASKS = {m.NAME: m for m in (task_git, task_cbuild, task_publish, task_pkginstall)}
+# (cargo-build is asked for by name only: it needs cargo and Debian's crates.)
+TASKS = {m.NAME: m for m in (task_git, task_cbuild, task_publish, task_pkginstall, task_cargo)}
 
 
 def params_for(name, profile, overrides=None):

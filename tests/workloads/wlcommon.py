@@ -9,6 +9,7 @@ import hashlib
 import json
 import os
 import random
+import re
 import shutil
 import subprocess
 import threading
@@ -199,3 +200,36 @@ def rm_rf(path):
     if r.returncode != 0 or os.path.lexists(path):
         return False, f"rm -rf {path}: exit {r.returncode}: {r.stderr.decode(errors='replace').strip()[-500:]}"
     return True, None
+
+
+def workspace_at(root):
+    """The workspace mounted at root, as GET /v1/workspaces answers it
+    (its cache object and environment included), or None when root is no
+    workspace of the agent at LAYOUTD_WORKLOADS_SOCK (or none is set)."""
+    sock = os.environ.get("LAYOUTD_WORKLOADS_SOCK")
+    if not sock:
+        return None
+    r = subprocess.run(["curl", "-s", "-S", "--max-time", "30", "--unix-socket", sock, "http://layoutd/v1/workspaces"],
+                       stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    if r.returncode != 0:
+        raise TaskError(f"GET /v1/workspaces: {r.stderr.decode(errors='replace').strip()}")
+    for w in json.loads(r.stdout).get("workspaces", []):
+        if w.get("mountpoint") == root:
+            return w
+    return None
+
+
+def mount_of(d):
+    """(mount point, fstype) of the filesystem d is on: a workspace's
+    task dir is below its mount's root."""
+    p = os.path.realpath(d)
+    while not os.path.ismount(p):
+        p = os.path.dirname(p)
+    fstype = ""
+    with open("/proc/self/mounts") as f:
+        for line in f:
+            fields = line.split()
+            # Only space, tab, newline and backslash are escaped (\\NNN).
+            if len(fields) > 2 and re.sub(r"\\([0-7]{3})", lambda m: chr(int(m.group(1), 8)), fields[1]) == p:
+                fstype = fields[2]  # the last one listed is on top
+    return p, fstype
