@@ -5,7 +5,8 @@
 # commit repository cloned, worked on, gc'ed) and a full package install
 # (1,400 packages, 60,000+ files, 1 GB, pnpm's copy mode) in it, both
 # verified; where tests/workloads/pnpm-warm has run, also a real
-# `pnpm install --offline` of a real monorepo (88,000 files). The volumes start small (512 MiB / 1 GiB) and must grow under
+# `pnpm install --offline` of a real monorepo (88,000 files) into the
+# workspace's cache, with the environment the API hands out. The volumes start small (512 MiB / 1 GiB) and must grow under
 # the work without a single failed write; afterwards `rm -rf` of it all and
 # a sweep give the content pool its space back.
 #
@@ -66,7 +67,12 @@ t=$SECONDS
     fail "the clone failed: $(tail -n1 "$WORK/runs.jsonl")"
 log "git (clone, work, gc) done in $((SECONDS - t)) s"
 t=$SECONDS
-if ! "$PY" "$LAYOUTD_TESTS/workloads/tasks.py" run pkg-install --profile full --keep --out "$WORK/runs.jsonl" "$m" >/dev/null; then
+# The real pnpm (below) as a user of the default layout runs it: with the
+# environment of the workspace's cache (the API's cache.environment), so
+# what it installs goes to native storage, not through the daemon.
+export LAYOUTD_WORKLOADS_SOCK=$SOCK LAYOUTD_WORKLOADS_STATS_DIR=$WORK/host/layoutd/run
+if ! "$PY" "$LAYOUTD_TESTS/workloads/tasks.py" run pkg-install --profile full --set pnpm_modes=cache --keep \
+        --out "$WORK/runs.jsonl" "$m" >/dev/null; then
     grep -E 'grow|health|capacity|refused' "$AGENT_LOG" >&2 || true
     api GET /v1/volumes >&2
     fail "the install failed: $(tail -n1 "$WORK/runs.jsonl")"
@@ -79,6 +85,15 @@ log "pkg-install (1400 packages, $files entries verified) done in $((SECONDS - t
 # pnpm install --offline of a real monorepo (804 packages, ~88,000 files).
 pnpm_info=$(tail -n1 "$WORK/runs.jsonl" | "$PY" -c 'import json,sys; print(json.dumps(json.load(sys.stdin)["info"].get("pnpm")))')
 log "real pnpm: $pnpm_info"
+# Where it ran (pnpm-warm was run on this host): every direct dependency
+# linked from the store, and the daemon served next to no request per
+# file it made (about 5 each through the mount).
+if [ "$pnpm_info" != null ] && ! grep -q '"skipped"' <<<"$pnpm_info"; then
+    jget "$pnpm_info" "d['cache']['hard_linked'] == d['cache']['direct_deps_checked'] > 0" | grep -qx True ||
+        fail "the real pnpm in the cache did not hard-link every direct dependency: $pnpm_info"
+    jget "$pnpm_info" "d['cache']['daemon_requests_per_file_install'] < 0.5" | grep -qx True ||
+        fail "the real pnpm in the cache went through the daemon: $pnpm_info"
+fi
 [ "$files" -ge 60000 ] || fail "expected 60,000+ entries in the install, verified $files"
 
 # It grew, it is healthy, nothing was refused, the daemon never died.
